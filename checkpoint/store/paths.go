@@ -1,0 +1,71 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"strconv"
+	"strings"
+
+	"github.com/connector-dev/connector/checkpoint"
+)
+
+// File names in the metadata directory.
+const (
+	metaPrefix = "chk-"
+	metaSuffix = ".meta"
+	tmpSuffix  = ".tmp"
+	lockName   = "LOCK"
+)
+
+// metaName is the file name of checkpoint id's metadata. The id is
+// zero-padded to 20 digits (the width of the largest uint64) so that names
+// sort like ids.
+func metaName(id checkpoint.ID) string {
+	return fmt.Sprintf("%s%020d%s", metaPrefix, uint64(id), metaSuffix)
+}
+
+func tmpName(id checkpoint.ID) string { return metaName(id) + tmpSuffix }
+
+// parseName recognises metadata and temp file names.
+func parseName(name string) (id checkpoint.ID, tmp bool, ok bool) {
+	rest, tmp := strings.CutSuffix(name, tmpSuffix)
+	rest, ok1 := strings.CutPrefix(rest, metaPrefix)
+	rest, ok2 := strings.CutSuffix(rest, metaSuffix)
+	if !ok1 || !ok2 || rest == "" {
+		return 0, false, false
+	}
+	n, err := strconv.ParseUint(rest, 10, 64)
+	if err != nil {
+		return 0, false, false
+	}
+	return checkpoint.ID(n), tmp, true
+}
+
+// validStatePath accepts a clean, relative, slash-separated path that stays
+// inside the state root. The store deletes these paths, so anything else is
+// refused rather than trusted.
+func validStatePath(p string) error {
+	switch {
+	case p == "" || p == ".":
+		return errors.New("empty state file path")
+	case path.IsAbs(p):
+		return fmt.Errorf("state file path %q is not relative", p)
+	case path.Clean(p) != p:
+		return fmt.Errorf("state file path %q is not clean", p)
+	case p == ".." || strings.HasPrefix(p, "../"):
+		return fmt.Errorf("state file path %q leaves the state root", p)
+	}
+	return nil
+}
+
+// files returns the set of state files md references.
+func files(md *checkpoint.Metadata) map[string]struct{} {
+	set := make(map[string]struct{})
+	for _, snap := range md.Tasks {
+		for _, f := range snap.Files {
+			set[f] = struct{}{}
+		}
+	}
+	return set
+}

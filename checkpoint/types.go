@@ -1,0 +1,32 @@
+package checkpoint
+
+import "time"
+
+// ID identifies a checkpoint. IDs are handed out by the Coordinator in strictly
+// increasing order, across restarts too.
+type ID uint64
+
+// TaskID names one task of the job graph (for example "source", "worker-2",
+// "sink-0"). It is stable across restarts of the same job config so that a
+// restored checkpoint can be matched to its tasks.
+type TaskID string
+
+// Snapshot is what one task acknowledges for one checkpoint: everything the task
+// needs to restore itself, plus the state files the snapshot references.
+type Snapshot struct {
+	// Data is opaque to this package: the source's offsets, a sink's
+	// committables, a worker's state handle, encoded by the task itself.
+	Data []byte `json:"data,omitempty"`
+	// Files are state files (paths relative to the state root) this snapshot
+	// references. The completed-checkpoint store keeps a file as long as one
+	// retained checkpoint references it and deletes it after that.
+	Files []string `json:"files,omitempty"`
+}
+
+// Metadata is a completed checkpoint: what is persisted before any task is told
+// the checkpoint is complete, and what a restart restores from.
+type Metadata struct {
+	ID        ID                  `json:"id"`
+	Timestamp time.Time           `json:"timestamp"`
+	Tasks     map[TaskID]Snapshot `json:"tasks"`
+}

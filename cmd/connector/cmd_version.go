@@ -1,0 +1,64 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"runtime/debug"
+
+	// Linked so that version reports them even before the run command
+	// imports them for real.
+	_ "github.com/cockroachdb/pebble/v2"
+	_ "github.com/twmb/franz-go/pkg/kgo"
+)
+
+func init() {
+	register("version", command{
+		summary: "print the connector, Go, franz-go and Pebble versions",
+		run:     runVersion,
+	})
+}
+
+// runVersion prints one "<name> <version>" line per component:
+//
+//	connector dev
+//	go go1.26.8
+//	franz-go v1.22.3
+//	pebble v2.1.7
+func runVersion(_ context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("version", "", stderr)
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	info, _ := debug.ReadBuildInfo()
+	fmt.Fprintf(stdout, "connector %s\n", version)
+	goVersion := "unknown"
+	if info != nil {
+		goVersion = info.GoVersion
+	}
+	fmt.Fprintf(stdout, "go %s\n", goVersion)
+	fmt.Fprintf(stdout, "franz-go %s\n", moduleVersion(info, "github.com/twmb/franz-go"))
+	fmt.Fprintf(stdout, "pebble %s\n", moduleVersion(info, "github.com/cockroachdb/pebble/v2"))
+	return exitOK
+}
+
+// moduleVersion returns the version of module path linked into the binary
+// (the replacement's, if replaced), or "unknown".
+func moduleVersion(info *debug.BuildInfo, path string) string {
+	if info == nil {
+		return "unknown"
+	}
+	for _, m := range info.Deps {
+		if m.Path != path {
+			continue
+		}
+		if m.Replace != nil {
+			m = m.Replace
+		}
+		if m.Version == "" {
+			return "(devel)"
+		}
+		return m.Version
+	}
+	return "unknown"
+}

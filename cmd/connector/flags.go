@@ -1,0 +1,57 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+
+	"github.com/connector-dev/connector/config"
+)
+
+// newFlags returns a flag set for a command that reports to stderr and does
+// not exit; parse it with parseFlags.
+func newFlags(name, argsUsage string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: connector %s %s\n", name, argsUsage)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parseFlags parses args and allows no positional arguments. ok is false when
+// the command should stop, with code as its exit code (0 after -h).
+func parseFlags(fs *flag.FlagSet, args []string) (code int, ok bool) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK, false
+		}
+		return exitUsage, false
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(fs.Output(), "connector %s: unexpected argument %q\n", fs.Name(), fs.Arg(0))
+		fs.Usage()
+		return exitUsage, false
+	}
+	return exitOK, true
+}
+
+// configFlag adds the --config flag every job command takes.
+func configFlag(fs *flag.FlagSet) *string {
+	return fs.String("config", "config.yaml", "the job's YAML config `file`")
+}
+
+// loadJob loads and validates the config at path. On a problem it prints
+// every error, one per line ("file:line: key: message"), to stderr and
+// returns ok false; the command then exits with exitUsage, as DESIGN.md's
+// contract asks of a bad config.
+func loadJob(path string, stderr io.Writer) (job *config.Job, ok bool) {
+	job, err := config.Load(path)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return nil, false
+	}
+	return job, true
+}

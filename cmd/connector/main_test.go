@@ -1,0 +1,127 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// call runs the CLI in process and returns its exit code and output.
+func call(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code = run(context.Background(), args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func writeFile(t *testing.T, name, text string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestValidateAcceptsTheExampleConfig(t *testing.T) {
+	code, out, errOut := call(t, "validate", "--config", "../../config.yaml")
+	if code != 0 || out != "config OK: ../../config.yaml\n" || errOut != "" {
+		t.Errorf("exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+}
+
+func TestValidatePrintShowsEffectiveConfigWithoutSecrets(t *testing.T) {
+	t.Setenv("KAFKA_PASSWORD", "s3cret-value")
+	path := writeFile(t, "job.yaml", `name: orders
+kafka:
+  brokers: [localhost:9092]
+  sasl: {mechanism: PLAIN, username: me, password: "${KAFKA_PASSWORD}"}
+source: {topics: [orders]}
+sink: {type: stdout}
+`)
+	code, out, errOut := call(t, "validate", "--config", path, "--print")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if strings.Contains(out, "s3cret-value") || !strings.Contains(out, "password: '***'") {
+		t.Errorf("the dump must redact the password:\n%s", out)
+	}
+	for _, want := range []string{"group: orders", "interval: 1s", "addr: 127.0.0.1:8080", "config OK: " + path + "\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the dump lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestValidateRejectsBadConfigWithExitTwo: DESIGN.md's contract, exit code 2
+// and every problem on stderr as file:line: key: message.
+func TestValidateRejectsBadConfigWithExitTwo(t *testing.T) {
+	path := writeFile(t, "bad.yaml", `name: orders
+kafka: {brokers: [localhost:9092]}
+source:
+  topicz: [orders]
+checkpoint:
+  interval: 5 seconds
+sink: {type: stdout}
+`)
+	code, out, errOut := call(t, "validate", "--config", path)
+	want := path + ":3: source.topics: at least one topic is required\n" +
+		path + ":4: source.topicz: unknown key (did you mean topics?)\n" +
+		path + ":6: checkpoint.interval: \"5 seconds\" is not a duration\n"
+	if code != 2 || out != "" || errOut != want {
+		t.Errorf("exit %d\nstdout: %q\nstderr:\n%s\nwant stderr:\n%s", code, out, errOut, want)
+	}
+}
+
+func TestValidateOfMissingFileExitsTwo(t *testing.T) {
+	code, _, errOut := call(t, "validate", "--config", "no-such.yaml")
+	if code != 2 || errOut != "config: open no-such.yaml: no such file or directory\n" {
+		t.Errorf("exit %d, stderr %q", code, errOut)
+	}
+}
+
+func TestUsageErrorsExitTwo(t *testing.T) {
+	for _, args := range [][]string{
+		{},
+		{"frobnicate"},
+		{"validate", "--no-such-flag"},
+		{"validate", "extra-arg"},
+		{"version", "--config", "x"},
+	} {
+		code, out, errOut := call(t, args...)
+		if code != 2 || out != "" || !strings.Contains(errOut, "usage: connector") {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want 2 and a usage on stderr", args, code, out, errOut)
+		}
+	}
+	if _, _, errOut := call(t, "frobnicate"); !strings.HasPrefix(errOut, "connector: unknown command \"frobnicate\"\n") {
+		t.Errorf("unknown command: stderr %q", errOut)
+	}
+}
+
+func TestHelpListsEveryCommandOnStdout(t *testing.T) {
+	code, out, _ := call(t, "help")
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	for name := range commands {
+		if !strings.Contains(out, "\n  "+name+" ") {
+			t.Errorf("help lacks %q:\n%s", name, out)
+		}
+	}
+	if code, _, _ := call(t, "validate", "-h"); code != 0 {
+		t.Errorf("validate -h: exit %d, want 0", code)
+	}
+}
+
+func TestVersionNamesConnectorGoFranzGoAndPebble(t *testing.T) {
+	code, out, errOut := call(t, "version")
+	want := regexp.MustCompile(`^connector dev\ngo go1\.\d+\S*\nfranz-go \S+\npebble \S+\n$`)
+	if code != 0 || errOut != "" || !want.MatchString(out) {
+		t.Errorf("exit %d\nstdout:\n%s\nstderr: %s", code, out, errOut)
+	}
+	t.Logf("\n%s", out)
+}

@@ -1,0 +1,279 @@
+package config
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// decoder fills Go values from yaml nodes by their `yaml` tags. It expands
+// ${VAR} in every scalar before converting it, records every key's line in
+// the origin, and reports every problem to the collector instead of stopping
+// at the first.
+type decoder struct {
+	src    *origin
+	errs   *collector
+	lookup LookupEnv
+}
+
+var (
+	durationType   = reflect.TypeFor[time.Duration]()
+	byteSizeType   = reflect.TypeFor[ByteSize]()
+	secretType     = reflect.TypeFor[Secret]()
+	transformsType = reflect.TypeFor[[]Transform]()
+)
+
+// mapping decodes mapping node n into struct v. Keys in skip are known but
+// decoded by the caller.
+func (d *decoder) mapping(n *yaml.Node, path string, v reflect.Value, skip ...string) {
+	n = resolveAlias(n)
+	if isNull(n) {
+		return
+	}
+	if n.Kind != yaml.MappingNode {
+		d.errs.addAt(n.Line, path, "expected a mapping, got %s", kindName(n))
+		return
+	}
+	fields := fieldsByTag(v.Type())
+	first := map[string]int{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, val := n.Content[i], n.Content[i+1]
+		key := joinKey(path, k.Value)
+		if k.Kind != yaml.ScalarNode {
+			d.errs.addAt(k.Line, path, "a key must be a string, got %s", kindName(k))
+			continue
+		}
+		if l, dup := first[k.Value]; dup {
+			d.errs.addAt(k.Line, key, "duplicate key (first at line %d)", l)
+			continue
+		}
+		first[k.Value] = k.Line
+		d.src.lines[key] = k.Line
+		if slices.Contains(skip, k.Value) {
+			continue
+		}
+		idx, ok := fields[k.Value]
+		if !ok {
+			d.errs.addAt(k.Line, key, "unknown key%s", suggest(k.Value, knownKeys(fields, skip)))
+			continue
+		}
+		d.value(val, key, v.Field(idx))
+	}
+}
+
+// value decodes n into v, which is addressable.
+func (d *decoder) value(n *yaml.Node, path string, v reflect.Value) {
+	n = resolveAlias(n)
+	if isNull(n) {
+		return
+	}
+	t := v.Type()
+	switch {
+	case t == transformsType:
+		d.transforms(n, path, v)
+		return
+	case t.Kind() == reflect.Struct && t != secretType:
+		d.mapping(n, path, v)
+		return
+	case t.Kind() == reflect.Slice:
+		d.list(n, path, v)
+		return
+	case t.Kind() == reflect.Map:
+		d.stringMap(n, path, v)
+		return
+	case t.Kind() == reflect.Interface:
+		if x, ok := d.any(n, path); ok && x != nil {
+			v.Set(reflect.ValueOf(x))
+			d.markSet(path, true)
+		}
+		return
+	}
+	s, ok := d.scalar(n, path, expectedName(t))
+	if !ok || s == "" { // an empty value means "use the default"
+		return
+	}
+	if err := setScalar(v, s); err != nil {
+		d.errs.addAt(n.Line, path, "%q is not %s", s, expectedName(t))
+		return
+	}
+	d.src.set[path] = true
+}
+
+func (d *decoder) markSet(path string, ok bool) {
+	if ok {
+		d.src.set[path] = true
+	}
+}
+
+// setScalar converts s into v's type.
+func setScalar(v reflect.Value, s string) error {
+	t := v.Type()
+	switch {
+	case t == secretType:
+		v.Set(reflect.ValueOf(NewSecret(s)))
+	case t == durationType:
+		x, err := time.ParseDuration(s)
+		if err != nil {
+			return err
+		}
+		v.SetInt(int64(x))
+	case t == byteSizeType:
+		x, err := ParseByteSize(s)
+		if err != nil {
+			return err
+		}
+		v.SetInt(int64(x))
+	case t.Kind() == reflect.String:
+		v.SetString(s)
+	case t.Kind() == reflect.Int:
+		x, err := strconv.ParseInt(s, 0, strconv.IntSize)
+		if err != nil {
+			return err
+		}
+		v.SetInt(x)
+	case t.Kind() == reflect.Bool:
+		x, err := strconv.ParseBool(s)
+		if err != nil {
+			return err
+		}
+		v.SetBool(x)
+	default:
+		panic(fmt.Sprintf("config: no decoder for %v", t)) // a bug in the structs, not in the file
+	}
+	return nil
+}
+
+// scalar returns n's value with ${VAR} expanded; ok is false (and the problem
+// recorded) when n is not a scalar or the expansion fails.
+func (d *decoder) scalar(n *yaml.Node, path, want string) (string, bool) {
+	if n.Kind != yaml.ScalarNode {
+		d.errs.addAt(n.Line, path, "expected %s, got %s", want, kindName(n))
+		return "", false
+	}
+	s, err := expand(n.Value, d.lookup)
+	if err != nil {
+		d.errs.addAt(n.Line, path, "%v", err)
+		return "", false
+	}
+	return s, true
+}
+
+// list decodes a sequence (or a single scalar, as a list of one) into a
+// slice of strings or of structs.
+func (d *decoder) list(n *yaml.Node, path string, v reflect.Value) {
+	elem := v.Type().Elem()
+	items := []*yaml.Node{n}
+	switch {
+	case n.Kind == yaml.SequenceNode:
+		items = n.Content
+	case n.Kind != yaml.ScalarNode || elem.Kind() != reflect.String:
+		d.errs.addAt(n.Line, path, "expected a list, got %s", kindName(n))
+		return
+	}
+	out := reflect.MakeSlice(v.Type(), 0, len(items))
+	for i, item := range items {
+		key := indexKey(path, i)
+		d.src.lines[key] = item.Line
+		e := reflect.New(elem).Elem()
+		if elem.Kind() == reflect.String {
+			s, ok := d.scalar(resolveAlias(item), key, "a string")
+			if !ok {
+				continue
+			}
+			e.SetString(s)
+		} else {
+			d.mapping(item, key, e)
+		}
+		out = reflect.Append(out, e)
+	}
+	v.Set(out)
+	d.markSet(path, out.Len() > 0)
+}
+
+// stringMap decodes a mapping of strings to strings.
+func (d *decoder) stringMap(n *yaml.Node, path string, v reflect.Value) {
+	if n.Kind != yaml.MappingNode {
+		d.errs.addAt(n.Line, path, "expected a mapping, got %s", kindName(n))
+		return
+	}
+	m := reflect.MakeMap(v.Type())
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, val := n.Content[i], resolveAlias(n.Content[i+1])
+		key := joinKey(path, k.Value)
+		d.src.lines[key] = k.Line
+		if m.MapIndex(reflect.ValueOf(k.Value)).IsValid() {
+			d.errs.addAt(k.Line, key, "duplicate key")
+			continue
+		}
+		s, ok := d.scalar(val, key, "a string")
+		if ok {
+			m.SetMapIndex(reflect.ValueOf(k.Value), reflect.ValueOf(s))
+		}
+	}
+	v.Set(m)
+	d.markSet(path, m.Len() > 0)
+}
+
+// fieldsByTag maps yaml key names to field indexes of struct type t.
+func fieldsByTag(t reflect.Type) map[string]int {
+	m := map[string]int{}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if f.IsExported() && name != "" && name != "-" {
+			m[name] = i
+		}
+	}
+	return m
+}
+
+func knownKeys(fields map[string]int, extra []string) []string {
+	keys := append([]string(nil), extra...)
+	for k := range fields {
+		keys = append(keys, k)
+	}
+	return keys
+}
+
+func expectedName(t reflect.Type) string {
+	switch {
+	case t == durationType:
+		return "a duration"
+	case t == byteSizeType:
+		return "a byte size"
+	case t.Kind() == reflect.Int:
+		return "an integer"
+	case t.Kind() == reflect.Bool:
+		return "a boolean"
+	}
+	return "a string"
+}
+
+func kindName(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+		return fmt.Sprintf("%q", n.Value)
+	}
+	return "nothing"
+}
+
+func resolveAlias(n *yaml.Node) *yaml.Node {
+	for n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	return n
+}
+
+// isNull reports whether n is a YAML null (~, null, or nothing at all).
+func isNull(n *yaml.Node) bool {
+	return n.Kind == yaml.ScalarNode && n.Tag == "!!null" && n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) == 0
+}

@@ -1,0 +1,42 @@
+// Package config loads a job's YAML file into plain structs, once, at start.
+//
+// It owns:
+//
+//   - reading the file into a yaml.Node, so every key keeps its line;
+//   - ${VAR} and ${VAR:-default} interpolation in every scalar value, done
+//     before type conversion, so numbers and durations can come from the
+//     environment too;
+//   - defaults, filled in one place (defaults.go);
+//   - validation, done once, with every problem reported as an *Error that
+//     names the file, the line and the key ("config.yaml:12:
+//     checkpoint.interval: "5 seconds" is not a duration");
+//   - secrets (Secret), which never print, and Dump, the effective config with
+//     secrets redacted.
+//
+// It does not own what the settings mean at run time: the pipeline, source,
+// sinks and transforms read the structs and act on them. It prints nothing and
+// starts nothing; problems are returned as values.
+//
+// Use:
+//
+//	job, err := config.Load("config.yaml") // decode, interpolate, default, validate
+//	var errs config.Errors
+//	if errors.As(err, &errs) { ... } // one *Error per problem, in line order
+//
+// A Job built in code (tests) gets the same defaults and checks through
+// FillDefaults and Validate; there, a zero field counts as unset.
+//
+// Rules of the YAML file:
+//
+//   - Unknown keys are errors (with the closest known key suggested).
+//   - An empty value (null, "" or a variable that expands to "") means "use the
+//     default".
+//   - Durations use Go syntax (500ms, 1s, 5m, 1h30m); byte sizes take an
+//     optional unit (B, KB, MB, GB, TB in powers of 1000; KiB, MiB, GiB, TiB in
+//     powers of 1024), e.g. 64MiB.
+//   - Relative paths (checkpoint.dir, state.dir, sink.path) are relative to
+//     the working directory, not to the config file.
+//   - "$${" writes a literal "${"; any other "$" is literal.
+//   - A list of strings may be written as a single string; kafka.brokers
+//     entries are also split on commas, so KAFKA_BROKERS=a:9092,b:9092 works.
+package config

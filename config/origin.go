@@ -1,0 +1,75 @@
+package config
+
+import (
+	"strconv"
+	"strings"
+)
+
+// origin remembers where a Job came from: the file name and, for every key
+// path found in it, its line and whether it had a value. Validation uses it
+// to name lines; defaults use it to tell "absent" from "explicitly zero".
+type origin struct {
+	name  string
+	lines map[string]int  // every key (and list item) present, even if null
+	set   map[string]bool // keys that had a non-empty value
+}
+
+func newOrigin(name string) *origin {
+	return &origin{name: name, lines: map[string]int{}, set: map[string]bool{}}
+}
+
+// file returns the file name; "" for a Job built in code.
+func (o *origin) file() string {
+	if o == nil {
+		return ""
+	}
+	return o.name
+}
+
+// line returns the line of key, or of its closest parent present in the
+// file, or 0.
+func (o *origin) line(key string) int {
+	if o == nil {
+		return 0
+	}
+	for k := key; k != ""; k = parentKey(k) {
+		if l, ok := o.lines[k]; ok {
+			return l
+		}
+	}
+	return 0
+}
+
+// seen reports whether key is in the file, even with an empty value.
+func (o *origin) seen(key string) bool {
+	if o == nil {
+		return false
+	}
+	_, ok := o.lines[key]
+	return ok
+}
+
+// isSet reports whether key has a non-empty value in the file.
+func (o *origin) isSet(key string) bool { return o != nil && o.set[key] }
+
+// parentKey strips the last ".name" or "[i]" from a key path.
+func parentKey(k string) string {
+	i := strings.LastIndexAny(k, ".[")
+	if i < 0 {
+		return ""
+	}
+	return k[:i]
+}
+
+// joinKey appends a mapping key to a path.
+func joinKey(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+// indexKey appends a list index to a path.
+func indexKey(path string, i int) string {
+	return path + "[" + strconv.Itoa(i) + "]"
+}

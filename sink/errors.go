@@ -1,0 +1,36 @@
+package sink
+
+import "errors"
+
+// Error classes. Every error a sink returns wraps one of these (and, for I/O
+// failures, the filesystem's error too, so errors.Is(err, syscall.ENOSPC)
+// works), so the runtime decides with errors.Is, never by matching strings.
+var (
+	// ErrBadRecord: Write cannot encode this record in the sink's format
+	// (jsonl: an empty value, or a multi-line value that is not one valid
+	// JSON document). Nothing of the record was written and the writer is
+	// unaffected; the runtime applies its decode-error policy (fail, skip
+	// and count, dead-letter).
+	ErrBadRecord = errors.New("record not writable in sink format")
+	// ErrNotDurable: output could not be made durable. From PreCommit it
+	// declines the checkpoint; nothing is lost, the writer stays usable and
+	// the next PreCommit retries and carries everything. From Write it means
+	// I/O has failed for so long that the in-memory backlog hit its limit:
+	// the task should fail (a restart rewinds the source).
+	ErrNotDurable = errors.New("sink output not durable")
+	// ErrCommitFailed: Commit could not finish (an I/O error). Some files may
+	// be visible already. Commit is idempotent: calling it again with the
+	// same committables finishes the job, and so does Recover on restart.
+	ErrCommitFailed = errors.New("sink commit failed")
+	// ErrCommitLost: a committable names output that is neither pending nor
+	// committed. Pre-committed data is gone: data loss, never retried away.
+	ErrCommitLost = errors.New("sink commit lost: pre-committed output missing")
+	// ErrBadCommittable: a committable that this sink did not produce or
+	// cannot decode (corrupt checkpoint metadata, another job's files).
+	ErrBadCommittable = errors.New("bad sink committable")
+	// ErrInvalidConfig: the sink's configuration is unusable; the message
+	// names the field.
+	ErrInvalidConfig = errors.New("invalid sink config")
+	// ErrClosed: a method was called on a closed writer. A bug in the caller.
+	ErrClosed = errors.New("sink writer closed")
+)

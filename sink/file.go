@@ -1,0 +1,269 @@
+package sink
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"sync"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/rs/zerolog"
+)
+
+// File format names (FileConfig.Format).
+const (
+	FormatJSONL = "jsonl" // the record value, one per line
+	FormatRaw   = "raw"   // the record value's bytes as they are, no separator
+)
+
+// Defaults filled in by NewFile.
+const (
+	DefaultRollSize int64 = 128 << 20
+	fileBufferSize        = 256 << 10 // bytes buffered per part before a write
+	maxBacklog            = 64 << 20  // buffered bytes per writer while I/O fails
+)
+
+var validJob = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`)
+
+// FileConfig configures the file sink.
+type FileConfig struct {
+	// Path is the output directory (created if missing). Only committed
+	// files are visible there; see the package documentation for names.
+	Path string
+	// Format is "jsonl" (the default) or "raw".
+	Format string
+	// RollSize closes a part once it holds this many bytes and starts a new
+	// one (default 128 MiB). Rolling is independent of checkpoints.
+	RollSize int64
+	// RollAge closes a part once it is this old at the next Write; zero
+	// disables rolling by age.
+	RollAge time.Duration
+	// Job is the job name; it is part of every file name, which lets two jobs
+	// share a directory. Letters, digits, '.', '_' and '-', at most 100.
+	Job string
+	// Now is the clock for RollAge (default time.Now).
+	Now func() time.Time
+}
+
+func (c *FileConfig) fill() error {
+	if c.Format == "" {
+		c.Format = FormatJSONL
+	}
+	if c.RollSize == 0 {
+		c.RollSize = DefaultRollSize
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	switch {
+	case c.Path == "":
+		return fmt.Errorf("%w: sink.path: must not be empty", ErrInvalidConfig)
+	case c.Format != FormatJSONL && c.Format != FormatRaw:
+		return fmt.Errorf("%w: sink.format: %q is not jsonl or raw", ErrInvalidConfig, c.Format)
+	case c.RollSize < 0:
+		return fmt.Errorf("%w: sink.roll_size: %d is negative", ErrInvalidConfig, c.RollSize)
+	case c.RollAge < 0:
+		return fmt.Errorf("%w: sink.roll_age: %s is negative", ErrInvalidConfig, c.RollAge)
+	case !validJob.MatchString(c.Job):
+		return fmt.Errorf("%w: name: %q: a job name in file names needs 1-100 of [A-Za-z0-9._-], starting with a letter or digit",
+			ErrInvalidConfig, c.Job)
+	}
+	return nil
+}
+
+// File is the file sink: exactly-once output as immutable part files in one
+// directory, made visible by rename when a checkpoint completes.
+//
+// Commit and Recover may be called from any goroutine, but not concurrently
+// with each other; each Writer belongs to one goroutine (see Writer).
+type File struct {
+	cfg   FileConfig
+	fs    vfs.FS
+	log   zerolog.Logger
+	names names
+
+	mu      sync.Mutex
+	writers map[int]bool // instances with an open writer
+}
+
+var _ Sink = (*File)(nil)
+
+// NewFile validates cfg, fills its defaults and creates the output directory.
+// fs is vfs.Default in production.
+func NewFile(cfg FileConfig, fs vfs.FS, log zerolog.Logger) (*File, error) {
+	if err := cfg.fill(); err != nil {
+		return nil, err
+	}
+	if err := fs.MkdirAll(cfg.Path, 0o755); err != nil {
+		return nil, fmt.Errorf("file sink: create %s: %w", cfg.Path, err)
+	}
+	if err := syncAncestors(fs, cfg.Path); err != nil {
+		return nil, fmt.Errorf("file sink: %w", err)
+	}
+	return &File{
+		cfg:     cfg,
+		fs:      fs,
+		log:     log.With().Str("sink", "file").Str("job", cfg.Job).Str("path", cfg.Path).Logger(),
+		names:   newNames(cfg.Job, cfg.Format),
+		writers: make(map[int]bool),
+	}, nil
+}
+
+// NewWriter opens the writer of worker instance. At most one writer per
+// instance may be open at a time.
+func (s *File) NewWriter(instance int) (Writer, error) {
+	if instance < 0 {
+		return nil, fmt.Errorf("file sink: writer instance %d is negative", instance)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.writers[instance] {
+		return nil, fmt.Errorf("file sink: writer %d is already open", instance)
+	}
+	s.writers[instance] = true
+	return newFileWriter(s, instance), nil
+}
+
+func (s *File) release(instance int) {
+	s.mu.Lock()
+	delete(s.writers, instance)
+	s.mu.Unlock()
+}
+
+// Commit renames every pending file the committables name into place and
+// fsyncs the directory. It is idempotent: a file already renamed is skipped.
+// It commits all it can before returning the errors it met (ErrCommitFailed,
+// ErrCommitLost, ErrBadCommittable).
+func (s *File) Commit(ctx context.Context, cs []Committable) error {
+	var errs []error
+	renamed, skipped := 0, 0
+	for _, c := range cs {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("file sink commit: %w: %w", ErrCommitFailed, err)
+		}
+		files, err := s.names.decode(c)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for _, final := range files {
+			did, err := s.commitFile(final)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("file sink commit checkpoint %d writer %d: %w", c.Checkpoint, c.Writer, err))
+			} else if did {
+				renamed++
+			} else {
+				skipped++
+			}
+		}
+	}
+	if err := syncDir(s.fs, s.cfg.Path); err != nil {
+		errs = append(errs, fmt.Errorf("file sink commit: %w: %w", ErrCommitFailed, err))
+	}
+	err := errors.Join(errs...)
+	ev := s.log.Debug()
+	if err != nil {
+		ev = s.log.Error().Err(err)
+	}
+	ev.Int("committables", len(cs)).Int("renamed", renamed).Int("already_committed", skipped).Msg("commit")
+	return err
+}
+
+// commitFile renames one pending file into place. It reports whether it
+// renamed; false with no error means it was committed before.
+func (s *File) commitFile(final string) (bool, error) {
+	to := s.fs.PathJoin(s.cfg.Path, final)
+	from := s.fs.PathJoin(s.cfg.Path, pendingName(final))
+	err := s.fs.Rename(from, to)
+	if err == nil {
+		return true, nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return false, fmt.Errorf("%w: rename %s: %w", ErrCommitFailed, from, err)
+	}
+	_, serr := s.fs.Stat(to)
+	switch {
+	case serr == nil:
+		return false, nil
+	case errors.Is(serr, os.ErrNotExist):
+		return false, fmt.Errorf("%w: neither %s nor %s exists", ErrCommitLost, from, to)
+	default:
+		return false, fmt.Errorf("%w: stat %s: %w", ErrCommitFailed, to, serr)
+	}
+}
+
+// Recover commits restored (as Commit does), then removes every hidden file
+// of this job (other jobs' files in the directory are left alone): parts in
+// progress and pending files of checkpoints that never completed, whose
+// records the source will replay. It must run before any writer opens.
+func (s *File) Recover(ctx context.Context, restored []Committable) error {
+	s.mu.Lock()
+	open := len(s.writers)
+	s.mu.Unlock()
+	if open > 0 {
+		return fmt.Errorf("file sink recover: %d writers are open; Recover would delete their parts", open)
+	}
+	if err := s.Commit(ctx, restored); err != nil {
+		return fmt.Errorf("file sink recover: %w", err)
+	}
+	list, err := s.fs.List(s.cfg.Path)
+	if err != nil {
+		return fmt.Errorf("file sink recover: %w: list %s: %w", ErrCommitFailed, s.cfg.Path, err)
+	}
+	var errs []error
+	removed := 0
+	for _, name := range list {
+		if !s.names.ownHidden(name) {
+			continue
+		}
+		if err := s.fs.Remove(s.fs.PathJoin(s.cfg.Path, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("remove %s: %w", name, err))
+			continue
+		}
+		removed++
+	}
+	if err := syncDir(s.fs, s.cfg.Path); err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("file sink recover: %w: %w", ErrCommitFailed, err)
+	}
+	s.log.Info().Int("restored_committables", len(restored)).Int("removed_hidden", removed).Msg("recovered")
+	return nil
+}
+
+// Close releases nothing the File holds; writers are closed on their own.
+func (s *File) Close() error { return nil }
+
+// syncAncestors makes the directory's entry durable in its parent, and the
+// parent's in its own, up to the root: MkdirAll may have created all of them.
+func syncAncestors(fs vfs.FS, dir string) error {
+	for {
+		parent := fs.PathDir(dir)
+		if parent == dir {
+			return nil
+		}
+		if err := syncDir(fs, parent); err != nil {
+			return err
+		}
+		dir = parent
+	}
+}
+
+func syncDir(fs vfs.FS, dir string) error {
+	d, err := fs.OpenDir(dir)
+	if err != nil {
+		return fmt.Errorf("open dir %s: %w", dir, err)
+	}
+	if err := d.Sync(); err != nil {
+		_ = d.Close()
+		return fmt.Errorf("sync dir %s: %w", dir, err)
+	}
+	if err := d.Close(); err != nil {
+		return fmt.Errorf("close dir %s: %w", dir, err)
+	}
+	return nil
+}

@@ -1,0 +1,192 @@
+package sink
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/connector-dev/connector/checkpoint"
+	"github.com/connector-dev/connector/record"
+	"github.com/rs/zerolog"
+)
+
+// fileWriter is one worker's writer of a File sink. Write, PreCommit and
+// Close belong to one goroutine; Committed may be called from any.
+type fileWriter struct {
+	s        *File
+	instance int
+	log      zerolog.Logger
+	enc      encoder
+	seq      int     // sequence number of the next part
+	cur      *part   // the part taking records, nil until the next Write
+	parts    []*part // rolled parts not yet handed out in a committable
+	ioErr    error   // I/O failed since the last PreCommit: Write stays off the disk
+	closed   bool
+
+	mu      sync.Mutex
+	carried []Committable // handed out by PreCommit, not yet Committed
+}
+
+var _ Writer = (*fileWriter)(nil)
+
+func newFileWriter(s *File, instance int) *fileWriter {
+	return &fileWriter{
+		s:        s,
+		instance: instance,
+		log:      s.log.With().Int("writer", instance).Logger(),
+		enc:      encoder{format: s.cfg.Format},
+	}
+}
+
+// Write appends r's value to the current part, rolling it by age and size.
+// I/O errors do not fail Write: the bytes stay buffered and PreCommit
+// reports the error, unless the buffered backlog exceeds its limit.
+func (w *fileWriter) Write(_ context.Context, r *record.Record) error {
+	if w.closed {
+		return ErrClosed
+	}
+	body, err := w.enc.encode(r.Value)
+	if err != nil {
+		return fmt.Errorf("file sink: %s/%d@%d: %w", r.Topic, r.Partition, r.Offset, err)
+	}
+	if len(body) == 0 {
+		return nil
+	}
+	now := w.s.cfg.Now()
+	if w.cur != nil && w.s.cfg.RollAge > 0 && now.Sub(w.cur.opened) >= w.s.cfg.RollAge {
+		w.roll()
+	}
+	if w.cur == nil {
+		w.cur = &part{name: w.s.names.inProgress(w.instance, w.seq), seq: w.seq, opened: now}
+		w.seq++
+	}
+	w.cur.buf = append(w.cur.buf, body...)
+	if w.enc.format == FormatJSONL {
+		w.cur.buf = append(w.cur.buf, '\n')
+	}
+	if w.cur.size() >= w.s.cfg.RollSize {
+		w.roll()
+	} else if len(w.cur.buf) >= fileBufferSize && w.ioErr == nil {
+		if err := w.cur.flush(w.s.fs, w.s.cfg.Path); err != nil {
+			w.ioFailed(err)
+		}
+	}
+	if w.ioErr != nil && w.backlog() > maxBacklog {
+		return fmt.Errorf("file sink writer %d: %w: %d bytes buffered since: %w", w.instance, ErrNotDurable, w.backlog(), w.ioErr)
+	}
+	return nil
+}
+
+// roll closes the current part (synced now if the disk is healthy, else at
+// the next PreCommit).
+func (w *fileWriter) roll() {
+	p := w.cur
+	w.cur = nil
+	p.state = partRolled
+	w.parts = append(w.parts, p)
+	if w.ioErr == nil {
+		if err := p.finish(w.s.fs, w.s.cfg.Path); err != nil {
+			w.ioFailed(err)
+		}
+	}
+}
+
+func (w *fileWriter) ioFailed(err error) {
+	w.ioErr = err
+	w.log.Warn().Err(err).Msg("write failed; records stay buffered until the next pre-commit")
+}
+
+func (w *fileWriter) backlog() int {
+	n := 0
+	for _, p := range w.parts {
+		n += len(p.buf)
+	}
+	if w.cur != nil {
+		n += len(w.cur.buf)
+	}
+	return n
+}
+
+// PreCommit syncs and closes the current part, renames every finished part
+// to its pending name, fsyncs the directory and returns the committables not
+// yet Committed: n's (if anything was written) and those carried over.
+func (w *fileWriter) PreCommit(_ context.Context, id checkpoint.ID) ([]Committable, error) {
+	if w.closed {
+		return nil, ErrClosed
+	}
+	if w.cur != nil {
+		w.roll()
+	}
+	w.ioErr = nil
+	if err := w.stage(id); err != nil {
+		w.ioErr = err
+		w.log.Warn().Err(err).Uint64("checkpoint", uint64(id)).Msg("pre-commit failed; output carried to the next checkpoint")
+		return nil, fmt.Errorf("file sink writer %d pre-commit %d: %w: %w", w.instance, id, ErrNotDurable, err)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.parts) > 0 {
+		finals := make([]string, len(w.parts))
+		for i, p := range w.parts {
+			finals[i] = p.final
+		}
+		w.carried = append(w.carried, w.s.names.encode(id, w.instance, finals))
+		w.parts = nil
+		w.log.Debug().Uint64("checkpoint", uint64(id)).Int("files", len(finals)).Msg("pre-committed")
+	}
+	return slices.Clone(w.carried), nil
+}
+
+// stage makes every rolled part durable under its pending name. A part
+// renamed by an earlier, failed PreCommit keeps the name it got then.
+func (w *fileWriter) stage(id checkpoint.ID) error {
+	fs, dir := w.s.fs, w.s.cfg.Path
+	for _, p := range w.parts {
+		if err := p.finish(fs, dir); err != nil {
+			return err
+		}
+	}
+	if len(w.parts) == 0 {
+		return nil
+	}
+	for _, p := range w.parts {
+		if p.state == partPending {
+			continue
+		}
+		final := w.s.names.finalName(w.instance, id, p.seq)
+		if err := fs.Rename(fs.PathJoin(dir, p.name), fs.PathJoin(dir, pendingName(final))); err != nil {
+			return fmt.Errorf("rename %s: %w", p.name, err)
+		}
+		p.final, p.state = final, partPending
+	}
+	return syncDir(fs, dir)
+}
+
+// Committed forgets the committables of checkpoints up to id.
+func (w *fileWriter) Committed(id checkpoint.ID) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.carried = slices.DeleteFunc(w.carried, func(c Committable) bool { return c.Checkpoint <= id })
+}
+
+// Close closes open files. Parts not pre-committed are left for Recover;
+// pending files stay for a Commit still to come.
+func (w *fileWriter) Close() error {
+	if w.closed {
+		return nil
+	}
+	w.closed = true
+	defer w.s.release(w.instance)
+	var errs []error
+	for _, p := range append(w.parts, w.cur) {
+		if p != nil {
+			errs = append(errs, p.abandon())
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("file sink writer %d close: %w", w.instance, err)
+	}
+	return nil
+}

@@ -1,0 +1,70 @@
+package sink
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/connector-dev/connector/checkpoint"
+	"github.com/connector-dev/connector/record"
+)
+
+// Committable is what a Writer's PreCommit hands back: small, serialisable
+// (it is stored in the checkpoint metadata), and enough for Commit to make the
+// pre-committed output visible, or for Recover to recognise it.
+type Committable struct {
+	// Checkpoint is the barrier at which the output was pre-committed.
+	Checkpoint checkpoint.ID `json:"checkpoint"`
+	// Writer is the instance (worker index) that produced it.
+	Writer int `json:"writer"`
+	// Data is sink-specific: file names, a transactional id and epoch, a gid.
+	Data json.RawMessage `json:"data"`
+}
+
+// Sink is one configured sink of a job: a factory of Writers (one per
+// parallel worker) and the committer of their output.
+//
+// Lifecycle, as the runtime in package pipeline drives it:
+//
+//  1. Recover(restored) runs once per (re)start of the job, before any
+//     Writer opens. restored holds every committable of the checkpoint the job
+//     restores from (nil with none). Recover commits them (as Commit does) and
+//     then removes or aborts everything of this job that belongs to no
+//     completed checkpoint: output written or pre-committed after that
+//     checkpoint, which the source will now replay.
+//  2. NewWriter(i) for each worker i. Writers are used by one goroutine each.
+//  3. After checkpoint n completes (its metadata is durable), Commit receives
+//     every committable recorded in n. Commit must be idempotent: after a
+//     crash between "complete" and "committed" it runs again with the same
+//     committables, and some of them may already be committed.
+//  4. Close when the job stops, after the writers are closed.
+//
+// Commit and Recover may be called from a goroutine other than the writers'.
+type Sink interface {
+	NewWriter(instance int) (Writer, error)
+	Commit(ctx context.Context, cs []Committable) error
+	Recover(ctx context.Context, restored []Committable) error
+	Close() error
+}
+
+// Writer is one parallel instance of a sink, owned by one worker goroutine.
+//
+// Lifecycle:
+//
+//  1. Write any number of records. Written output is invisible to readers.
+//  2. PreCommit(n) at barrier n: flush and make everything written so far
+//     durable but still invisible, and return the committables not yet known
+//     to be committed: the one for n (if anything was written) plus those of
+//     earlier barriers whose checkpoints failed. A failed checkpoint discards
+//     nothing; its output is committed with the next checkpoint that
+//     completes. An error declines checkpoint n; the writer stays usable.
+//  3. Committed(n) after checkpoint n completed and Commit returned: the
+//     writer forgets committables of checkpoints <= n. It may be called from
+//     another goroutine, concurrently with Write and PreCommit.
+//  4. Close abandons what was written since the last PreCommit; the next
+//     Recover removes it.
+type Writer interface {
+	Write(ctx context.Context, r *record.Record) error
+	PreCommit(ctx context.Context, id checkpoint.ID) ([]Committable, error)
+	Committed(id checkpoint.ID)
+	Close() error
+}

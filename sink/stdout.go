@@ -1,0 +1,81 @@
+package sink
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/connector-dev/connector/checkpoint"
+	"github.com/connector-dev/connector/record"
+)
+
+const stdoutBufferSize = 64 << 10
+
+// Stdout is a sink for trying things out: it writes each record value and
+// '\n' to an io.Writer (os.Stdout in the binary).
+//
+// It is AT-LEAST-ONCE, not exactly-once: what is printed cannot be taken
+// back, so after a restart the records since the last completed checkpoint
+// are printed again. PreCommit flushes; Commit and Recover do nothing.
+// Writers buffer whole lines and write them under a shared lock, so the lines
+// of parallel writers never interleave mid-line.
+type Stdout struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+var _ Sink = (*Stdout)(nil)
+
+// NewStdout returns a Stdout sink writing to w.
+func NewStdout(w io.Writer) *Stdout { return &Stdout{w: w} }
+
+// NewWriter returns a writer; any number may be open.
+func (s *Stdout) NewWriter(int) (Writer, error) { return &stdoutWriter{s: s}, nil }
+
+// Commit does nothing: output is visible as soon as it is flushed.
+func (s *Stdout) Commit(context.Context, []Committable) error { return nil }
+
+// Recover does nothing: printed output cannot be removed.
+func (s *Stdout) Recover(context.Context, []Committable) error { return nil }
+
+// Close does nothing; the caller owns the io.Writer.
+func (s *Stdout) Close() error { return nil }
+
+type stdoutWriter struct {
+	s   *Stdout
+	buf []byte
+}
+
+func (w *stdoutWriter) Write(_ context.Context, r *record.Record) error {
+	w.buf = append(append(w.buf, r.Value...), '\n')
+	if len(w.buf) >= stdoutBufferSize {
+		return w.flush()
+	}
+	return nil
+}
+
+// flush writes the buffered lines. On error they stay buffered and are
+// written again by the next flush (at-least-once).
+func (w *stdoutWriter) flush() error {
+	if len(w.buf) == 0 {
+		return nil
+	}
+	w.s.mu.Lock()
+	defer w.s.mu.Unlock()
+	if _, err := w.s.w.Write(w.buf); err != nil {
+		return fmt.Errorf("stdout sink: %w: %w", ErrNotDurable, err)
+	}
+	w.buf = w.buf[:0]
+	return nil
+}
+
+func (w *stdoutWriter) PreCommit(context.Context, checkpoint.ID) ([]Committable, error) {
+	return nil, w.flush()
+}
+
+func (w *stdoutWriter) Committed(checkpoint.ID) {}
+
+// Close flushes what is buffered: for an at-least-once sink, printing it is
+// better than dropping it.
+func (w *stdoutWriter) Close() error { return w.flush() }

@@ -1,0 +1,24 @@
+// Package source owns reading Kafka for a job: which partitions each reader
+// owns, where each partition starts (the restored checkpoint, else the
+// group's committed offset, else the configured start position), injecting
+// checkpoint barriers between records, the offset snapshot taken at each
+// barrier, and committing a completed checkpoint's offsets to the consumer
+// group.
+//
+// It never decides when a checkpoint is triggered or complete: the runtime
+// (package pipeline) tells a Reader to trigger and tells the Source to commit.
+//
+// Partitions are assigned by the source itself, as Flink's KafkaSource does,
+// not by the group protocol: the group is used only to store committed
+// offsets, so a restart after SIGKILL never waits for a dead member's session
+// to expire. Partition p of topic t (t at index i of the configured topics)
+// belongs to reader (i+p) mod R, which keeps ownership stable when partitions
+// are added while the job runs.
+//
+// The path of a record: Reader.Run polls a batch from Kafka, updates the
+// reader's positions to the offset after each record, and hands the batch to
+// its Emitter. The path of a barrier: the runtime calls Reader.Trigger(n);
+// between two batches Run copies the positions (the snapshot of n) and calls
+// Emitter.Barrier(n, positions), so the barrier follows every record emitted
+// before it and precedes every record after it.
+package source

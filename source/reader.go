@@ -1,0 +1,232 @@
+package source
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/connector-dev/connector/checkpoint"
+	"github.com/connector-dev/connector/record"
+)
+
+// Emitter receives what a Reader reads, in order. Its methods are called from
+// the Reader's Run goroutine only, and block while downstream is full
+// (backpressure). A non-nil error stops Run.
+type Emitter interface {
+	// Records hands a batch downstream; the callee owns the slice afterwards.
+	Records(ctx context.Context, batch []record.Record) error
+	// Barrier follows every record emitted before it and precedes every
+	// record after it. offsets is the reader's snapshot for checkpoint id:
+	// the next offset of every partition it owns.
+	Barrier(ctx context.Context, id checkpoint.ID, ts time.Time, offsets Offsets) error
+	// Cancel tells downstream that checkpoint id was aborted.
+	Cancel(ctx context.Context, id checkpoint.ID) error
+}
+
+type controlKind int
+
+const (
+	ctlTrigger controlKind = iota
+	ctlCancel
+	ctlAdd
+)
+
+type control struct {
+	kind controlKind
+	id   checkpoint.ID
+	ts   time.Time
+	add  Offsets
+}
+
+// Reader reads the partitions one source task owns. Trigger, CancelBarrier
+// and add may be called from any goroutine; Run from exactly one.
+type Reader struct {
+	index     int
+	cfg       Config
+	log       zerolog.Logger
+	control   chan control
+	positions Offsets // next offset per owned partition; owned by Run
+}
+
+func newReader(index int, cfg Config, starts Offsets, log zerolog.Logger) *Reader {
+	return &Reader{
+		index:     index,
+		cfg:       cfg,
+		log:       log.With().Int("reader", index).Logger(),
+		control:   make(chan control, 1024),
+		positions: starts.Clone(),
+	}
+}
+
+// Index is the reader's number; its task is "source-<index>".
+func (r *Reader) Index() int { return r.index }
+
+// Trigger asks Run to take checkpoint id's snapshot and emit its barrier
+// between the next two records.
+func (r *Reader) Trigger(id checkpoint.ID, ts time.Time) {
+	r.control <- control{kind: ctlTrigger, id: id, ts: ts}
+}
+
+// CancelBarrier asks Run to send a cancellation marker for id downstream.
+func (r *Reader) CancelBarrier(id checkpoint.ID) {
+	r.control <- control{kind: ctlCancel, id: id}
+}
+
+func (r *Reader) add(o Offsets) { r.control <- control{kind: ctlAdd, add: o} }
+
+// Run reads until ctx is done or an error occurs, emitting records and, when
+// triggered, barriers to em. It returns ctx's error on a normal stop.
+func (r *Reader) Run(ctx context.Context, em Emitter) error {
+	opts := append([]kgo.Opt{
+		kgo.SeedBrokers(r.cfg.Brokers...),
+		kgo.ConsumePartitions(toKgo(r.positions)),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.FetchMaxWait(200 * time.Millisecond),
+	}, r.cfg.ClientOpts...)
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return fmt.Errorf("reader %d: client: %w", r.index, err)
+	}
+	defer cl.Close()
+
+	pctx, stopPoll := context.WithCancel(ctx)
+	defer stopPoll()
+	fetches := make(chan kgo.Fetches, 1)
+	go poll(pctx, cl, fetches)
+
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case c := <-r.control:
+			if err := r.handle(ctx, cl, c, em); err != nil {
+				return err
+			}
+		case fs := <-fetches:
+			if err := r.emit(ctx, cl, fs, em); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// poll fetches in the background so that Run can answer a trigger while no
+// records arrive. At most one fetch waits in the channel.
+func poll(ctx context.Context, cl *kgo.Client, out chan<- kgo.Fetches) {
+	for {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		select {
+		case out <- fs:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+func (r *Reader) handle(ctx context.Context, cl *kgo.Client, c control, em Emitter) error {
+	switch c.kind {
+	case ctlTrigger:
+		return em.Barrier(ctx, c.id, c.ts, r.positions.Clone())
+	case ctlCancel:
+		return em.Cancel(ctx, c.id)
+	case ctlAdd:
+		r.positions.Merge(c.add)
+		cl.AddConsumePartitions(toKgo(c.add))
+	}
+	return nil
+}
+
+// emit hands one fetch downstream in batches of at most BatchSize, answering
+// control messages between batches so a barrier is not held up by a large
+// fetch.
+func (r *Reader) emit(ctx context.Context, cl *kgo.Client, fs kgo.Fetches, em Emitter) error {
+	if err := fetchError(fs); err != nil {
+		return fmt.Errorf("reader %d: %w", r.index, err)
+	}
+	batch := make([]record.Record, 0, r.cfg.BatchSize)
+	var err error
+	fs.EachRecord(func(kr *kgo.Record) {
+		if err != nil {
+			return
+		}
+		batch = append(batch, convert(kr))
+		r.positions.Set(kr.Topic, kr.Partition, kr.Offset+1)
+		if len(batch) == cap(batch) {
+			if err = em.Records(ctx, batch); err != nil {
+				return
+			}
+			batch = make([]record.Record, 0, r.cfg.BatchSize)
+			err = r.drainControl(ctx, cl, em)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	if len(batch) > 0 {
+		return em.Records(ctx, batch)
+	}
+	return nil
+}
+
+func (r *Reader) drainControl(ctx context.Context, cl *kgo.Client, em Emitter) error {
+	for {
+		select {
+		case c := <-r.control:
+			if err := r.handle(ctx, cl, c, em); err != nil {
+				return err
+			}
+		default:
+			return nil
+		}
+	}
+}
+
+// fetchError returns the first error of a fetch that the client does not
+// retry by itself.
+func fetchError(fs kgo.Fetches) error {
+	var first error
+	fs.EachError(func(t string, p int32, err error) {
+		if first != nil || errors.Is(err, context.Canceled) || kerr.IsRetriable(err) {
+			return
+		}
+		first = fmt.Errorf("fetch %s/%d: %w", t, p, err)
+	})
+	return first
+}
+
+func convert(kr *kgo.Record) record.Record {
+	rec := record.Record{
+		Topic:     kr.Topic,
+		Partition: kr.Partition,
+		Offset:    kr.Offset,
+		Timestamp: kr.Timestamp,
+		Key:       kr.Key,
+		Value:     kr.Value,
+	}
+	if len(kr.Headers) > 0 {
+		rec.Headers = make([]record.Header, len(kr.Headers))
+		for i, h := range kr.Headers {
+			rec.Headers[i] = record.Header{Key: h.Key, Value: h.Value}
+		}
+	}
+	return rec
+}
+
+func toKgo(o Offsets) map[string]map[int32]kgo.Offset {
+	m := make(map[string]map[int32]kgo.Offset, len(o))
+	for t, ps := range o {
+		m[t] = make(map[int32]kgo.Offset, len(ps))
+		for p, n := range ps {
+			m[t][p] = kgo.NewOffset().At(n)
+		}
+	}
+	return m
+}

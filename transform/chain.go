@@ -1,0 +1,112 @@
+package transform
+
+import (
+	"fmt"
+	"sync/atomic"
+
+	"github.com/connector-dev/connector/record"
+)
+
+// Chain applies transforms in order and stops at the first that drops the
+// record or fails. It is itself a Transform with the same lifecycle: one
+// per worker, Apply from one goroutine. Stats may be read from any
+// goroutine.
+//
+// The value is decoded at most once per record: the built-ins share one
+// decoded document, and the value is re-encoded once, at the end, only if a
+// transform changed it. A chain of no transforms does not decode at all.
+// Any other Transform in the chain sees r.Value re-encoded before it runs,
+// and the value is decoded again after it if a later built-in needs it.
+type Chain struct {
+	steps []step
+	d     document
+	s     slab
+}
+
+type step struct {
+	t       Transform
+	da      docApplier // nil for a Transform from outside this package
+	name    string
+	in      atomic.Uint64
+	dropped atomic.Uint64
+	errs    atomic.Uint64
+}
+
+var _ Transform = (*Chain)(nil)
+
+// NewChain returns a Chain of ts, applied in that order.
+func NewChain(ts ...Transform) *Chain {
+	c := &Chain{steps: make([]step, len(ts))}
+	for i, t := range ts {
+		s := &c.steps[i]
+		s.t = t
+		s.da, _ = t.(docApplier)
+		kind := "custom"
+		if k, ok := t.(interface{ Kind() string }); ok {
+			kind = k.Kind()
+		}
+		s.name = fmt.Sprintf("%d:%s", i, kind)
+	}
+	return c
+}
+
+// Apply runs r through the chain. An error names the step that failed and
+// wraps that step's error (so errors.Is(err, ErrDecode) works).
+func (c *Chain) Apply(r *record.Record) (bool, error) {
+	if len(c.steps) == 0 {
+		return true, nil
+	}
+	c.d.reset(r)
+	for i := range c.steps {
+		s := &c.steps[i]
+		s.in.Add(1)
+		var keep bool
+		var err error
+		if s.da != nil {
+			keep, err = s.da.applyDoc(r, &c.d)
+		} else {
+			if c.d.dirty {
+				r.Value = c.d.encode(&c.s)
+			}
+			keep, err = s.t.Apply(r)
+			c.d.reset(r)
+		}
+		if err != nil {
+			s.errs.Add(1)
+			return false, fmt.Errorf("transform %s: %w", s.name, err)
+		}
+		if !keep {
+			s.dropped.Add(1)
+			return false, nil
+		}
+	}
+	if c.d.dirty {
+		r.Value = c.d.encode(&c.s)
+	}
+	return true, nil
+}
+
+// Stats counts what one step of a Chain saw.
+type Stats struct {
+	Name    string // "<index>:<kind>", e.g. "2:dedup"
+	In      uint64 // records handed to the step
+	Dropped uint64 // records it dropped (In - Dropped - Errors went on)
+	Errors  uint64 // records it failed on
+	// KeyMissing counts records a dedup passed through because they lack
+	// the key field (zero for other kinds).
+	KeyMissing uint64
+}
+
+// Stats returns the counters of every step, in chain order. It is safe to
+// call from any goroutine, concurrently with Apply.
+func (c *Chain) Stats() []Stats {
+	out := make([]Stats, len(c.steps))
+	for i := range c.steps {
+		s := &c.steps[i]
+		out[i] = Stats{Name: s.name, In: s.in.Load(), Dropped: s.dropped.Load(), Errors: s.errs.Load()}
+		if d, ok := s.t.(*Dedup); ok {
+			out[i].KeyMissing = d.KeyMissing()
+		}
+	}
+	return out
+}

@@ -1,0 +1,164 @@
+package transform
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/connector-dev/connector/record"
+)
+
+func testChain(t *testing.T, kv KV) *Chain {
+	t.Helper()
+	c, err := Build([]Spec{
+		{KindFilter, FilterConfig{Field: "status", Op: OpIn, Values: []any{"paid", "shipped"}}},
+		{KindProject, &ProjectConfig{Keep: []string{"id", "status", "amount"}, Rename: map[string]string{"amount": "total"}}},
+		{KindDedup, DedupConfig{Key: "id", TTL: time.Hour}},
+	}, kv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestChainDecodesOnceAndEncodesOnce(t *testing.T) {
+	c := testChain(t, NewMemKV())
+	r := rec(`{"id":1,"status":"paid","amount":3,"junk":[1,2,3]}`)
+	if !mustApply(t, c, r) {
+		t.Fatal("dropped")
+	}
+	if want := `{"id":1,"status":"paid","total":3}`; string(r.Value) != want {
+		t.Errorf("value = %s, want %s", r.Value, want)
+	}
+	if c.d.parses != 1 {
+		t.Errorf("value parsed %d times by 3 transforms, want 1", c.d.parses)
+	}
+	if mustApply(t, c, rec(`{"id":1,"status":"shipped"}`)) {
+		t.Error("duplicate id kept")
+	}
+	if mustApply(t, c, rec(`{"id":2,"status":"new"}`)) {
+		t.Error("filtered status kept")
+	}
+	want := []Stats{
+		{Name: "0:filter", In: 3, Dropped: 1},
+		{Name: "1:project", In: 2},
+		{Name: "2:dedup", In: 2, Dropped: 1},
+	}
+	for i, s := range c.Stats() {
+		if s != want[i] {
+			t.Errorf("stats[%d] = %+v, want %+v", i, s, want[i])
+		}
+	}
+}
+
+func TestChainLeavesAnUnchangedValueAlone(t *testing.T) {
+	f, _ := NewFilter(FilterConfig{Field: "a", Op: OpExists})
+	p, _ := NewProject(ProjectConfig{Drop: []string{"zz"}})
+	c := NewChain(f, p)
+	r := rec(`{ "a" : 1 }`)
+	orig := r.Value
+	if !mustApply(t, c, r) || &r.Value[0] != &orig[0] {
+		t.Errorf("value re-encoded although nothing changed: %s", r.Value)
+	}
+	empty := NewChain()
+	r = rec(`not json at all`)
+	if !mustApply(t, empty, r) {
+		t.Error("an empty chain dropped a record")
+	}
+	if len(empty.Stats()) != 0 {
+		t.Error("empty chain has stats")
+	}
+}
+
+// upper is a Transform from outside the package: it sees the value as
+// bytes.
+type upper struct{ seen []string }
+
+func (u *upper) Apply(r *record.Record) (bool, error) {
+	u.seen = append(u.seen, string(r.Value))
+	r.Value = []byte(strings.ReplaceAll(string(r.Value), `"x"`, `"X"`))
+	return true, nil
+}
+
+func TestChainHandsForeignTransformsTheEncodedValue(t *testing.T) {
+	p, _ := NewProject(ProjectConfig{Drop: []string{"drop"}})
+	u := &upper{}
+	f, _ := NewFilter(FilterConfig{Field: "k", Op: OpEq, Value: "X"})
+	c := NewChain(p, u, f)
+	r := rec(`{"k":"x","drop":1}`)
+	if !mustApply(t, c, r) {
+		t.Fatal("the filter after the foreign transform did not see its change")
+	}
+	if u.seen[0] != `{"k":"x"}` || string(r.Value) != `{"k":"X"}` {
+		t.Errorf("foreign saw %s, final %s", u.seen[0], r.Value)
+	}
+	if got := c.Stats()[1].Name; got != "1:custom" {
+		t.Errorf("name = %q", got)
+	}
+}
+
+func TestChainBadJSONIsErrDecodeWithTheOffsetAndTheValueUntouched(t *testing.T) {
+	c := testChain(t, NewMemKV())
+	for _, v := range []string{`[1,2]`, `{"status":"paid",}`, `"s"`, ``, `{"status":"paid"} x`} {
+		r := rec(v)
+		keep, err := c.Apply(r)
+		var de *DecodeError
+		if keep || !errors.Is(err, ErrDecode) || !errors.As(err, &de) {
+			t.Fatalf("%q: keep=%v err=%v, want ErrDecode", v, keep, err)
+		}
+		if de.Offset != 42 || de.Partition != 3 || de.Topic != "orders" {
+			t.Errorf("%q: error names %s[%d]@%d", v, de.Topic, de.Partition, de.Offset)
+		}
+		if !strings.Contains(err.Error(), "transform 0:filter:") || !strings.Contains(err.Error(), "orders[3]@42") {
+			t.Errorf("message %q does not name the step and record", err)
+		}
+		if string(r.Value) != v {
+			t.Errorf("value changed to %q", r.Value)
+		}
+	}
+	if s := c.Stats()[0]; s.Errors != 5 || s.In != 5 {
+		t.Errorf("stats = %+v, want 5 in, 5 errors", s)
+	}
+}
+
+func TestBuildAndNewValidate(t *testing.T) {
+	kv := NewMemKV()
+	c, err := Build([]Spec{
+		{KindDedup, DedupConfig{Key: "a", TTL: time.Second}},
+		{KindDedup, &DedupConfig{Key: "b", TTL: time.Second}},
+	}, kv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustApply(t, c, rec(`{"a":1,"b":1}`))
+	for _, k := range []string{"transform/dedup/0/1", "transform/dedup/1/1"} {
+		if _, ok, _ := kv.Get([]byte(k)); !ok {
+			t.Errorf("no state under %s", k)
+		}
+	}
+	bad := []struct {
+		specs []Spec
+		want  string
+	}{
+		{[]Spec{{KindDedup, DedupConfig{Name: "1", Key: "a", TTL: time.Second}}, {KindDedup, DedupConfig{Key: "a", TTL: time.Second}}},
+			`transforms[1]: invalid transform config: dedup.name: "1" is also the name of transforms[0]`},
+		{[]Spec{{KindDedup, FilterConfig{}}}, "transforms[0]: invalid transform config: type: dedup wants a DedupConfig, got transform.FilterConfig"},
+		{[]Spec{{KindFilter, &FilterConfig{}}}, "transforms[0]: invalid transform config: filter.field: is required"},
+		{[]Spec{{KindProject, ProjectConfig{}}}, "transforms[0]: invalid transform config: project: needs"},
+		{[]Spec{{KindProject, FilterConfig{}}}, "type: project wants a ProjectConfig, got transform.FilterConfig"},
+		{[]Spec{{"map", nil}}, `type: "map" is not one of filter, project, dedup`},
+	}
+	for _, tc := range bad {
+		_, err := Build(tc.specs, kv)
+		if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Build = %v, want %q", err, tc.want)
+		}
+	}
+	if _, err := New(KindDedup, &DedupConfig{Name: "x", Key: "a", TTL: time.Second}, kv); err != nil {
+		t.Error(err)
+	}
+	if _, err := New(KindProject, &ProjectConfig{Keep: []string{"a"}}, nil); err != nil {
+		t.Error(err)
+	}
+}

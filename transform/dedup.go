@@ -1,0 +1,142 @@
+package transform
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/connector-dev/connector/record"
+)
+
+// DedupConfig drops a record whose Key field value was already seen within
+// TTL, measured on record timestamps.
+type DedupConfig struct {
+	// Name is the dedup's state namespace: its entries live in the KV under
+	// "transform/dedup/<Name>/", so several dedups can share a store.
+	// Letters, digits, '_', '-' and '.'; required by NewDedup (Build fills
+	// it in). Changing it starts the dedup with no memory.
+	Name string
+	// Key is the dotted path of the field whose value identifies a record.
+	Key string
+	// TTL is how long a value is remembered: at least a millisecond.
+	TTL time.Duration
+}
+
+// Dedup is the dedup transform. Build it with NewDedup.
+//
+// The first record with a given key value is kept and its timestamp stored
+// as the value's "first seen"; a later record with the same value is
+// dropped while its timestamp is before first seen + TTL (so records older
+// than the first one are dropped too), and kept otherwise, which starts a
+// new window. Dropped records do not extend the window.
+//
+// Values are compared by type and content: strings by their decoded
+// content, numbers by their text ("1" and "1.0" differ), bools and nested
+// objects or arrays by their bytes. A record without the key field (or
+// with null there) cannot be a duplicate: it is kept and counted in
+// KeyMissing. A value that is not a JSON object is an ErrDecode error.
+//
+// State layout (one entry per remembered value):
+//
+//	key:   "transform/dedup/" Name "/" then, for a string, '"' and its
+//	       decoded content; for anything else, its JSON text
+//	value: 0x01 (format version), first seen as int64 big-endian Unix ms
+//
+// Entries are overwritten when their value recurs after the TTL; an entry
+// whose value never recurs stays in the KV (the KV interface has no
+// iteration to expire it).
+type Dedup struct {
+	path       []string
+	ttl        int64 // ms
+	kv         KV
+	key        []byte // prefix, then the value being looked up
+	prefix     int
+	keyMissing atomic.Uint64
+	solo       solo
+}
+
+var _ Transform = (*Dedup)(nil)
+
+const dedupFormat = 1
+
+// NewDedup validates cfg and returns its Dedup, keeping state in kv.
+func NewDedup(cfg DedupConfig, kv KV) (*Dedup, error) {
+	switch {
+	case cfg.Name == "":
+		return nil, configError("dedup.name", "is required (the state namespace)")
+	case strings.IndexFunc(cfg.Name, badNameRune) >= 0:
+		return nil, configError("dedup.name", "%q: use letters, digits, '_', '-' and '.'", cfg.Name)
+	case cfg.Key == "":
+		return nil, configError("dedup.key", "is required")
+	case cfg.TTL < time.Millisecond:
+		return nil, configError("dedup.ttl", "%v: must be at least 1ms", cfg.TTL)
+	case kv == nil:
+		return nil, configError("dedup", "no state store (KV) given")
+	}
+	path := strings.Split(cfg.Key, ".")
+	for _, p := range path {
+		if p == "" {
+			return nil, configError("dedup.key", "%q has an empty path segment", cfg.Key)
+		}
+	}
+	key := []byte("transform/dedup/" + cfg.Name + "/")
+	return &Dedup{path: path, ttl: cfg.TTL.Milliseconds(), kv: kv, key: key, prefix: len(key)}, nil
+}
+
+func badNameRune(r rune) bool {
+	return !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '_' || r == '-' || r == '.')
+}
+
+// Kind returns "dedup".
+func (t *Dedup) Kind() string { return KindDedup }
+
+// KeyMissing returns how many records were passed through for lacking the
+// key field. Safe from any goroutine.
+func (t *Dedup) KeyMissing() uint64 { return t.keyMissing.Load() }
+
+// Apply drops r if its key value was seen within the TTL.
+func (t *Dedup) Apply(r *record.Record) (bool, error) { return t.solo.apply(t, r) }
+
+func (t *Dedup) applyDoc(r *record.Record, d *document) (bool, error) {
+	raw, found, err := d.get(t.path)
+	if err != nil {
+		return false, err
+	}
+	if !found || raw[0] == 'n' {
+		t.keyMissing.Add(1)
+		return true, nil
+	}
+	k := t.key[:t.prefix]
+	switch {
+	case raw[0] != '"':
+		k = append(k, raw...)
+	case bytes.IndexByte(raw, '\\') < 0:
+		k = append(k, raw[:len(raw)-1]...)
+	default:
+		k = append(append(k, '"'), unquote(raw)...)
+	}
+	t.key = k
+	now := r.Timestamp.UnixMilli()
+	v, seen, err := t.kv.Get(k)
+	if err != nil {
+		return false, fmt.Errorf("%w: dedup get: %w", ErrState, err)
+	}
+	if seen {
+		if len(v) != 9 || v[0] != dedupFormat {
+			return false, fmt.Errorf("%w: dedup entry %q: unknown format (%d bytes)", ErrState, k, len(v))
+		}
+		if first := int64(binary.BigEndian.Uint64(v[1:])); now < first+t.ttl {
+			return false, nil
+		}
+	}
+	var val [9]byte
+	val[0] = dedupFormat
+	binary.BigEndian.PutUint64(val[1:], uint64(now))
+	if err := t.kv.Set(k, val[:]); err != nil {
+		return false, fmt.Errorf("%w: dedup set: %w", ErrState, err)
+	}
+	return true, nil
+}

@@ -1,0 +1,143 @@
+package transform
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+func newDedup(t *testing.T, kv KV, name, key string, ttl time.Duration) *Dedup {
+	t.Helper()
+	d, err := NewDedup(DedupConfig{Name: name, Key: key, TTL: ttl}, kv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func TestDedupDropsRepeatsWithinTTLOnRecordTime(t *testing.T) {
+	d := newDedup(t, NewMemKV(), "d", "id", time.Minute)
+	steps := []struct {
+		value string
+		at    time.Duration // after t0
+		keep  bool
+	}{
+		{`{"id":"a"}`, 0, true},
+		{`{"id":"a"}`, 59 * time.Second, false},       // within TTL
+		{`{"id":"b"}`, 59 * time.Second, true},        // other value
+		{`{"id":"a","x":1}`, 60 * time.Second, true},  // TTL over: kept, new window
+		{`{"id":"a"}`, 119 * time.Second, false},      // within the new window
+		{`{"id":"a"}`, 30 * time.Second, false},       // older than first seen: a duplicate
+		{`{"id":"\u0062"}`, 100 * time.Second, false}, // same decoded string as "b"
+		{`{"id":1}`, 0, true},                         // number 1 is not string "1"
+		{`{"id":"1"}`, 0, true},                       //
+		{`{"id":1.0}`, 0, true},                       // numbers compare by text
+		{`{"id":{"k":[1]}}`, 0, true},                 // objects by bytes
+		{`{"id":{"k":[1]}}`, time.Second, false},      //
+		{`{"id":true}`, 0, true},                      //
+		{`{"id":true}`, 0, false},                     //
+		{`{"other":1}`, 0, true},                      // no key: passes
+		{`{"id":null}`, 0, true},                      // null key: passes
+		{`{"id":null}`, 0, true},                      //
+	}
+	for i, s := range steps {
+		if got := mustApply(t, d, recAt(s.value, t0.Add(s.at))); got != s.keep {
+			t.Errorf("step %d %s at +%v: keep = %v, want %v", i, s.value, s.at, got, s.keep)
+		}
+	}
+	if got := d.KeyMissing(); got != 3 {
+		t.Errorf("KeyMissing = %d, want 3", got)
+	}
+}
+
+func TestDedupStateSurvivesRestartOnTheSameKV(t *testing.T) {
+	kv := NewMemKV()
+	first := newDedup(t, kv, "d", "customer.id", time.Hour)
+	if !mustApply(t, first, rec(`{"customer":{"id":7}}`)) {
+		t.Fatal("first sighting dropped")
+	}
+	// A restart: a new instance on the restored KV, no memory of its own.
+	second := newDedup(t, kv, "d", "customer.id", time.Hour)
+	if mustApply(t, second, recAt(`{"customer":{"id":7}}`, t0.Add(time.Minute))) {
+		t.Error("a duplicate was kept after restart")
+	}
+	if !mustApply(t, second, recAt(`{"customer":{"id":7}}`, t0.Add(time.Hour))) {
+		t.Error("a value past its TTL was dropped after restart")
+	}
+}
+
+func TestDedupsWithDifferentNamesShareAStoreIndependently(t *testing.T) {
+	kv := NewMemKV()
+	a := newDedup(t, kv, "a", "id", time.Hour)
+	b := newDedup(t, kv, "b", "id", time.Hour)
+	if !mustApply(t, a, rec(`{"id":1}`)) || !mustApply(t, b, rec(`{"id":1}`)) {
+		t.Error("one dedup's memory leaked into the other's")
+	}
+	if mustApply(t, a, rec(`{"id":1}`)) || mustApply(t, b, rec(`{"id":1}`)) {
+		t.Error("a repeat was kept")
+	}
+	if kv.Len() != 2 {
+		t.Errorf("kv holds %d entries, want 2", kv.Len())
+	}
+}
+
+func TestDedupStateErrorsAreClassed(t *testing.T) {
+	d := newDedup(t, failKV{}, "d", "id", time.Hour)
+	if _, err := d.Apply(rec(`{"id":1}`)); !errors.Is(err, ErrState) || !errors.Is(err, errDisk) {
+		t.Errorf("Get failure: err = %v, want ErrState wrapping the cause", err)
+	}
+	kv := NewMemKV()
+	d = newDedup(t, setFailKV{kv}, "d", "id", time.Hour)
+	if _, err := d.Apply(rec(`{"id":1}`)); !errors.Is(err, ErrState) || !errors.Is(err, errDisk) {
+		t.Errorf("Set failure: err = %v, want ErrState wrapping the cause", err)
+	}
+	kv.Set([]byte("transform/dedup/d/1"), []byte("garbage"))
+	d = newDedup(t, kv, "d", "id", time.Hour)
+	if _, err := d.Apply(rec(`{"id":1}`)); !errors.Is(err, ErrState) {
+		t.Errorf("corrupt entry: err = %v, want ErrState", err)
+	}
+	if _, err := d.Apply(rec(`[1]`)); !errors.Is(err, ErrDecode) {
+		t.Errorf("bad value: err = %v, want ErrDecode", err)
+	}
+}
+
+type setFailKV struct{ *MemKV }
+
+func (setFailKV) Set([]byte, []byte) error { return errDisk }
+
+func TestDedupConfigErrorsNameTheKey(t *testing.T) {
+	kv := NewMemKV()
+	cases := []struct {
+		cfg  DedupConfig
+		kv   KV
+		want string
+	}{
+		{DedupConfig{Key: "id", TTL: time.Hour}, kv, "dedup.name: is required"},
+		{DedupConfig{Name: "a/b", Key: "id", TTL: time.Hour}, kv, `dedup.name: "a/b": use letters`},
+		{DedupConfig{Name: "d", TTL: time.Hour}, kv, "dedup.key: is required"},
+		{DedupConfig{Name: "d", Key: ".id", TTL: time.Hour}, kv, `dedup.key: ".id" has an empty path segment`},
+		{DedupConfig{Name: "d", Key: "id"}, kv, "dedup.ttl: 0s: must be at least 1ms"},
+		{DedupConfig{Name: "d", Key: "id", TTL: time.Hour}, nil, "dedup: no state store"},
+	}
+	for _, tc := range cases {
+		_, err := NewDedup(tc.cfg, tc.kv)
+		if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("NewDedup(%+v) = %v, want ErrInvalidConfig containing %q", tc.cfg, err, tc.want)
+		}
+	}
+}
+
+func TestMemKVDelete(t *testing.T) {
+	kv := NewMemKV()
+	kv.Set([]byte("k"), []byte("v"))
+	kv.Set([]byte("k"), []byte("w"))
+	if v, ok, _ := kv.Get([]byte("k")); !ok || string(v) != "w" {
+		t.Fatalf("Get = %q %v", v, ok)
+	}
+	kv.Set([]byte("k"), []byte("longer"))
+	kv.Delete([]byte("k"))
+	if _, ok, _ := kv.Get([]byte("k")); ok || kv.Len() != 0 {
+		t.Error("Delete left the key")
+	}
+}

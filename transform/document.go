@@ -1,0 +1,219 @@
+package transform
+
+import (
+	"bytes"
+	"encoding/json"
+
+	"github.com/connector-dev/connector/record"
+)
+
+// document is a record value decoded lazily, once per record: the first
+// transform that asks for a field parses the top-level object into a list of
+// fields (byte spans into the value, in their original order); nested
+// objects are scanned only when a path reaches into them. project edits the
+// field list; encode writes it back once, only if something changed.
+//
+// A document is owned by one goroutine and reused from record to record.
+type document struct {
+	r      *record.Record
+	src    []byte
+	fields []field
+	parsed bool
+	err    error
+	dirty  bool // fields differ from src: encode before handing the record on
+	parses int  // how many values were parsed; tests check decode-once
+}
+
+// field is a top-level member. When renamed, name is its new key and nameQ
+// that key quoted for JSON; the span k0:k1 still points at the old key.
+type field struct {
+	member
+	name  string
+	nameQ []byte
+}
+
+func (d *document) reset(r *record.Record) {
+	d.r, d.src = r, r.Value
+	d.fields = d.fields[:0]
+	d.parsed, d.err, d.dirty = false, nil, false
+}
+
+// parse decodes the top-level object (once) and validates the whole value.
+func (d *document) parse() error {
+	if d.parsed {
+		return d.err
+	}
+	d.parsed = true
+	d.parses++
+	if serr := d.scan(); serr != nil {
+		d.fields = d.fields[:0]
+		d.err = &DecodeError{Topic: d.r.Topic, Partition: d.r.Partition, Offset: d.r.Offset, Pos: serr.pos, Msg: serr.msg}
+	}
+	return d.err
+}
+
+func (d *document) scan() *syntaxError {
+	b := d.src
+	i := skipWS(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return &syntaxError{i, "not a JSON object"}
+	}
+	i = skipWS(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		i++
+	} else {
+		for {
+			m, next, done, err := nextMember(b, i, 1)
+			if err != nil {
+				return err
+			}
+			d.fields = append(d.fields, field{member: m})
+			if i = next; done {
+				break
+			}
+		}
+	}
+	if i = skipWS(b, i); i != len(b) {
+		return &syntaxError{i, "data after the top-level object"}
+	}
+	return nil
+}
+
+func (d *document) keyIs(f *field, name string) bool {
+	if f.name != "" {
+		return f.name == name
+	}
+	if !f.esc {
+		return string(d.src[f.k0:f.k1]) == name
+	}
+	return unquote(d.src[f.k0-1:f.k1+1]) == name
+}
+
+// lookupKey looks f's current key up in m without allocating (unless the
+// key has escapes).
+func lookupKey[V any](d *document, f *field, m map[string]V) (V, bool) {
+	if f.name != "" {
+		v, ok := m[f.name]
+		return v, ok
+	}
+	if !f.esc {
+		v, ok := m[string(d.src[f.k0:f.k1])]
+		return v, ok
+	}
+	v, ok := m[unquote(d.src[f.k0-1:f.k1+1])]
+	return v, ok
+}
+
+// get returns the raw bytes of the value at path (a.b.c: nested objects).
+// When a key appears twice in an object the last one counts, as with
+// encoding/json and JavaScript. A path through a non-object is missing.
+func (d *document) get(path []string) ([]byte, bool, error) {
+	if err := d.parse(); err != nil {
+		return nil, false, err
+	}
+	var v []byte
+	found := false
+	for i := len(d.fields) - 1; i >= 0; i-- {
+		if f := &d.fields[i]; d.keyIs(f, path[0]) {
+			v, found = d.src[f.v0:f.v1], true
+			break
+		}
+	}
+	for _, key := range path[1:] {
+		if !found {
+			break
+		}
+		v, found = objectGet(v, key)
+	}
+	return v, found, nil
+}
+
+// objectGet finds key in obj, an already validated value.
+func objectGet(obj []byte, key string) ([]byte, bool) {
+	if len(obj) == 0 || obj[0] != '{' {
+		return nil, false
+	}
+	i := skipWS(obj, 1)
+	if i < len(obj) && obj[i] == '}' {
+		return nil, false
+	}
+	var v []byte
+	found := false
+	for {
+		m, next, done, err := nextMember(obj, i, 1)
+		if err != nil {
+			return nil, false // cannot happen: validated by parse
+		}
+		if (!m.esc && string(obj[m.k0:m.k1]) == key) || (m.esc && unquote(obj[m.k0-1:m.k1+1]) == key) {
+			v, found = obj[m.v0:m.v1], true
+		}
+		if i = next; done {
+			return v, found
+		}
+	}
+}
+
+// encode writes the fields back as a compact object into memory from s.
+// Values and unchanged keys are copied byte for byte.
+func (d *document) encode(s *slab) []byte {
+	n := 2
+	for i := range d.fields {
+		f := &d.fields[i]
+		if f.nameQ != nil {
+			n += len(f.nameQ)
+		} else {
+			n += f.k1 - f.k0 + 2
+		}
+		n += 1 + f.v1 - f.v0
+	}
+	if len(d.fields) > 1 {
+		n += len(d.fields) - 1
+	}
+	out := s.alloc(n)[:0]
+	out = append(out, '{')
+	for i := range d.fields {
+		f := &d.fields[i]
+		if i > 0 {
+			out = append(out, ',')
+		}
+		if f.nameQ != nil {
+			out = append(out, f.nameQ...)
+		} else {
+			out = append(out, d.src[f.k0-1:f.k1+1]...)
+		}
+		out = append(out, ':')
+		out = append(out, d.src[f.v0:f.v1]...)
+	}
+	return append(out, '}')
+}
+
+// unquote decodes a validated JSON string, quotes included. It is the slow
+// path, for strings with escapes.
+func unquote(q []byte) string {
+	if bytes.IndexByte(q, '\\') < 0 {
+		return string(q[1 : len(q)-1])
+	}
+	var s string
+	_ = json.Unmarshal(q, &s) // validated by the scanner; cannot fail
+	return s
+}
+
+// slab hands out byte slices carved from larger chunks, so re-encoded
+// values cost one allocation per chunk rather than one per record. A chunk
+// is never reused: it is freed by the GC once no record refers to it, so a
+// sink may keep a record's Value as long as it likes.
+type slab struct{ buf []byte }
+
+const slabChunk = 64 << 10
+
+func (s *slab) alloc(n int) []byte {
+	if n > slabChunk/8 {
+		return make([]byte, n)
+	}
+	if len(s.buf)+n > cap(s.buf) {
+		s.buf = make([]byte, 0, slabChunk)
+	}
+	off := len(s.buf)
+	s.buf = s.buf[:off+n]
+	return s.buf[off : off+n : off+n]
+}

@@ -1,0 +1,157 @@
+package transform
+
+import (
+	"fmt"
+
+	"github.com/connector-dev/connector/record"
+)
+
+// Transform is one step of a job's pipeline.
+//
+// Lifecycle, as the runtime uses it:
+//
+//  1. Each worker builds its own instances (one per worker, never shared),
+//     after restoring the worker's KV from the checkpoint being resumed.
+//  2. The worker calls Apply from a single goroutine, once per record, in
+//     the order the records arrive. Apply is not safe for concurrent use.
+//  3. Apply may rewrite r.Value and r.Key in place (replacing the slices,
+//     never writing into the bytes it was given); keep=false drops the
+//     record. On error the record is neither kept nor dropped: the runtime
+//     applies the job's policy (fail, skip, dead-letter) to it. An error
+//     wrapping ErrDecode leaves r.Value as it was.
+//  4. Checkpoints need nothing from a Transform: a stateful transform keeps
+//     all its state in the KV it was given, so the worker's snapshot of that
+//     KV at a barrier is the transform's snapshot, and a restore is simply a
+//     new instance on the restored KV.
+//
+// Replay after a restart must give the same results as the first run, so a
+// transform is a deterministic function of the record and its KV: it uses
+// the record's Timestamp, never the wall clock, and no randomness.
+type Transform interface {
+	Apply(r *record.Record) (keep bool, err error)
+}
+
+// KV is the keyed state a stateful transform keeps, one per worker (the
+// state package's Pebble store satisfies it). It is called from the
+// worker's goroutine only.
+//
+// Get returns the value under key; the caller may use it until its next
+// call on the KV. Set and Delete must not retain key or value after they
+// return: callers reuse those buffers. Any error is fatal for the task.
+type KV interface {
+	Get(key []byte) (value []byte, ok bool, err error)
+	Set(key, value []byte) error
+	Delete(key []byte) error
+}
+
+// Kinds of built-in transforms, as written in the config's "type".
+const (
+	KindFilter  = "filter"
+	KindProject = "project"
+	KindDedup   = "dedup"
+)
+
+// New builds the built-in transform kind from cfg, which is a FilterConfig,
+// ProjectConfig or DedupConfig (or a pointer to one). kv is used by dedup
+// only and may be nil otherwise.
+func New(kind string, cfg any, kv KV) (Transform, error) {
+	switch kind {
+	case KindFilter:
+		switch c := cfg.(type) {
+		case FilterConfig:
+			return NewFilter(c)
+		case *FilterConfig:
+			return NewFilter(*c)
+		}
+	case KindProject:
+		switch c := cfg.(type) {
+		case ProjectConfig:
+			return NewProject(c)
+		case *ProjectConfig:
+			return NewProject(*c)
+		}
+	case KindDedup:
+		switch c := cfg.(type) {
+		case DedupConfig:
+			return NewDedup(c, kv)
+		case *DedupConfig:
+			return NewDedup(*c, kv)
+		}
+	default:
+		return nil, configError("type", "%q is not one of filter, project, dedup", kind)
+	}
+	return nil, configError("type", "%s wants a %sConfig, got %T", kind, title(kind), cfg)
+}
+
+func title(kind string) string {
+	return string(kind[0]-'a'+'A') + kind[1:]
+}
+
+// Spec is one entry of a pipeline's transform list.
+type Spec struct {
+	Kind   string
+	Config any // FilterConfig, ProjectConfig or DedupConfig
+}
+
+// Build makes the Chain of specs, in order, sharing kv. A dedup without a
+// Name gets its ordinal among the list's dedups ("0", "1", ...), so adding
+// or removing filters and projects keeps its state; adding a dedup before
+// it does not, so give dedups a Name when the list may change. Errors name
+// the entry: "transforms[2]: dedup.key: ...".
+func Build(specs []Spec, kv KV) (*Chain, error) {
+	ts := make([]Transform, 0, len(specs))
+	names := make(map[string]int)
+	dedups := 0
+	for i, s := range specs {
+		cfg := s.Config
+		if s.Kind == KindDedup {
+			var dc DedupConfig
+			switch c := cfg.(type) {
+			case DedupConfig:
+				dc = c
+			case *DedupConfig:
+				dc = *c
+			default:
+				return nil, fmt.Errorf("transforms[%d]: %w", i,
+					configError("type", "dedup wants a DedupConfig, got %T", cfg))
+			}
+			if dc.Name == "" {
+				dc.Name = fmt.Sprint(dedups)
+			}
+			if j, dup := names[dc.Name]; dup {
+				return nil, fmt.Errorf("transforms[%d]: %w", i,
+					configError("dedup.name", "%q is also the name of transforms[%d]", dc.Name, j))
+			}
+			names[dc.Name] = i
+			dedups++
+			cfg = dc
+		}
+		t, err := New(s.Kind, cfg, kv)
+		if err != nil {
+			return nil, fmt.Errorf("transforms[%d]: %w", i, err)
+		}
+		ts = append(ts, t)
+	}
+	return NewChain(ts...), nil
+}
+
+// docApplier is implemented by the built-ins: they work on the chain's
+// shared decoded document instead of decoding the value themselves.
+type docApplier interface {
+	applyDoc(r *record.Record, d *document) (keep bool, err error)
+}
+
+// solo lets a built-in run on its own (outside a Chain) with the same code.
+type solo struct {
+	d document
+	s slab
+}
+
+func (so *solo) apply(t docApplier, r *record.Record) (bool, error) {
+	so.d.reset(r)
+	keep, err := t.applyDoc(r, &so.d)
+	if err == nil && keep && so.d.dirty {
+		r.Value = so.d.encode(&so.s)
+	}
+	return keep, err
+}
