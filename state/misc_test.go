@@ -1,0 +1,76 @@
+package state
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/rs/zerolog"
+)
+
+// Across filesystems Pebble copies sstables instead of linking them; the
+// snapshot is still complete, and the handle does not claim sharing.
+func TestSnapshotOnAnotherFilesystemCopiesAndSharesNothing(t *testing.T) {
+	other, err := os.MkdirTemp("/dev/shm", "state-test-")
+	if err != nil {
+		t.Skipf("no second filesystem at /dev/shm: %v", err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(other) })
+	root := t.TempDir()
+	if a, b := devOf(t, root), devOf(t, other); a == b {
+		t.Skipf("%s and %s are on the same device", root, other)
+	}
+	s := openT(t, root, "")
+	set(t, s, "k", "v")
+	snapshot(t, s, filepath.Join(other, "1"))
+	set(t, s, "k2", "v")
+	h := snapshot(t, s, filepath.Join(other, "2"))
+	if h.SharedFiles != 0 {
+		t.Fatalf("snapshot on another filesystem claims %d shared files", h.SharedFiles)
+	}
+	wantContents(t, openT(t, filepath.Join(root, "r"), h.Dir), map[string]string{"k": "v", "k2": "v"})
+}
+
+func devOf(t *testing.T, dir string) vfs.DeviceID {
+	fi, err := vfs.Default.Stat(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.DeviceID()
+}
+
+// With the write-ahead log off (the alternative measured in bench_test.go),
+// a snapshot relies on a memtable flush instead of the WAL.
+func TestSnapshotWithoutWALRestoresEveryWrite(t *testing.T) {
+	root := t.TempDir()
+	s, err := open(Config{Dir: filepath.Join(root, "work")}, testLog(t), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	set(t, s, "k", "v")
+	h := snapshot(t, s, filepath.Join(root, "chk"))
+	wantContents(t, openT(t, filepath.Join(root, "r"), h.Dir), map[string]string{"k": "v"})
+}
+
+func TestPebbleLoggerRoutesToZerolog(t *testing.T) {
+	var buf bytes.Buffer
+	l := pebbleLogger{zerolog.New(&buf)}
+	l.Infof("info %d", 1)
+	l.Errorf("trouble %d", 2)
+	defer func() {
+		if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "broken 3") {
+			t.Fatalf("Fatalf did not panic with its message: %v", r)
+		}
+		for _, want := range []string{`"level":"debug"`, "info 1", `"level":"error"`, "trouble 2", "broken 3"} {
+			if !strings.Contains(buf.String(), want) {
+				t.Errorf("log %q lacks %q", buf.String(), want)
+			}
+		}
+	}()
+	l.Fatalf("broken %d", 3)
+}
