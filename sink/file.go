@@ -11,6 +11,8 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/rs/zerolog"
+
+	"github.com/connector-dev/connector/internal/crashpoint"
 )
 
 // File format names (FileConfig.Format).
@@ -155,6 +157,7 @@ func (s *File) Commit(ctx context.Context, cs []Committable) error {
 				errs = append(errs, fmt.Errorf("file sink commit checkpoint %d writer %d: %w", c.Checkpoint, c.Writer, err))
 			} else if did {
 				renamed++
+				crashpoint.Hit(crashpoint.MidCommit) // tests: die between two renames
 			} else {
 				skipped++
 			}

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/connector-dev/connector/config"
+	"github.com/connector-dev/connector/internal/crashpoint"
+	"github.com/connector-dev/connector/internal/httpapi"
+	"github.com/connector-dev/connector/internal/metrics"
+	"github.com/connector-dev/connector/pipeline"
+)
+
+func init() {
+	register("run", command{
+		summary: "run a job until SIGINT/SIGTERM, then take a final checkpoint and exit 0",
+		run:     runRun,
+	})
+}
+
+// runRun: connector run --config FILE [--log-level LEVEL]
+func runRun(ctx context.Context, args []string, _, stderr io.Writer) int {
+	fs := newFlags("run", "--config FILE [--log-level LEVEL]", stderr)
+	path := configFlag(fs)
+	level := fs.String("log-level", "info", "log `level`: debug, info, warn, error")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	job, ok := loadJob(*path, stderr)
+	if !ok {
+		return exitUsage
+	}
+	log, ok := newLogger(*level, stderr)
+	if !ok {
+		return exitUsage
+	}
+	if err := crashpoint.Validate(); err != nil {
+		fmt.Fprintf(stderr, "connector run: %v\n", err)
+		return exitUsage
+	}
+	if err := runJob(ctx, job, log, nil); err != nil {
+		log.Error().Err(err).Msg("job failed")
+		return exitFailure
+	}
+	return exitOK
+}
+
+// runJob serves HTTP and runs the job until ctx ends and its final
+// checkpoint completed. started, if not nil, is called with the HTTP address
+// once the server listens.
+func runJob(ctx context.Context, cfg *config.Job, log zerolog.Logger, started func(addr string)) error {
+	reg := metrics.NewRegistry()
+	job := pipeline.New(cfg, pipeline.Options{Registry: reg, Log: log})
+	srv, err := httpapi.Start(httpapi.Config{
+		Addr:        cfg.HTTP.Addr,
+		Registry:    reg,
+		Ready:       job.Ready,
+		Checkpoints: func() (any, error) { return job.Status(), nil },
+		Log:         log,
+	})
+	if err != nil {
+		return fmt.Errorf("http: %w", err)
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Close(sctx)
+	}()
+	log.Info().Str("http", srv.Addr()).Str("config", cfg.File()).Msg("connector starting")
+	if started != nil {
+		started(srv.Addr())
+	}
+	return job.Run(ctx)
+}
+
+// newLogger logs JSON lines to w, one event per line, with timestamps.
+func newLogger(level string, w io.Writer) (zerolog.Logger, bool) {
+	lvl, err := zerolog.ParseLevel(level)
+	if err != nil || level == "" {
+		fmt.Fprintf(w, "connector: --log-level %q: want debug, info, warn or error\n", level)
+		return zerolog.Nop(), false
+	}
+	zerolog.TimeFieldFormat = time.RFC3339Nano
+	return zerolog.New(w).Level(lvl).With().Timestamp().Logger(), true
+}

@@ -1,0 +1,12 @@
+// Package httpapi serves the connector's HTTP endpoints (DESIGN.md, the
+// contract):
+//
+//	GET /healthz          200 "ok" while the process runs
+//	GET /readyz           200 "ready" when Config.Ready reports true, else 503 "not ready"
+//	GET /metrics          the metrics registry, Prometheus text format 0.0.4
+//	GET /api/checkpoints  Config.Checkpoints() as JSON; 500 {"error": "..."} on error
+//
+// It owns the listener and the routing only. What "ready" means and what the
+// checkpoint listing holds are the runtime's, passed in as functions; the
+// metrics themselves belong to package metrics.
+package httpapi

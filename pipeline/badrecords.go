@@ -1,0 +1,94 @@
+package pipeline
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"sync"
+	"fmt"
+	"strconv"
+
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/connector-dev/connector/config"
+	"github.com/connector-dev/connector/record"
+)
+
+// badRecords applies the configured policy to a record that cannot be
+// decoded or written: fail the job, skip it (counted and logged), or send
+// it to a dead-letter topic. Dead-letter records are produced by an
+// idempotent producer and flushed at every barrier before the worker
+// acknowledges, so a completed checkpoint never covers a record that is in
+// neither the sink nor the dead-letter topic (at-least-once into the
+// dead-letter topic: a restart may send one again).
+type badRecords struct {
+	policy  config.DecodeErrorPolicy
+	topic   string
+	dlq     *kgo.Client // dead_letter only; shared by the workers
+	metrics *jobMetrics
+	log     zerolog.Logger
+
+	mu      sync.Mutex
+	failure error // first dead-letter produce error since the last flush
+}
+
+// errFatal marks errors that fail the task instead of declining a
+// checkpoint: the source does not rewind while the job runs, so a record
+// that could not be dead-lettered is only recovered by a restart.
+var errFatal = errors.New("task cannot go on")
+
+// handle returns nil when the record was dealt with, or the error that fails
+// the task.
+func (b *badRecords) handle(ctx context.Context, r *record.Record, cause error) error {
+	switch b.policy {
+	case config.DecodeSkip:
+		b.metrics.badSkipped.Inc()
+		b.log.Warn().Err(cause).Str("topic", r.Topic).Int32("partition", r.Partition).Int64("offset", r.Offset).Msg("skipping a record that cannot be processed")
+		return nil
+	case config.DecodeDeadLetter:
+		b.metrics.badDeadLettered.Inc()
+		b.dlq.Produce(ctx, deadLetter(b.topic, r, cause), func(_ *kgo.Record, err error) {
+			if err != nil {
+				b.mu.Lock()
+				b.failure = cmp.Or(b.failure, err)
+				b.mu.Unlock()
+			}
+		})
+		return nil
+	default:
+		return fmt.Errorf("record %s/%d@%d: %w (on_decode_error.policy is fail)", r.Topic, r.Partition, r.Offset, cause)
+	}
+}
+
+// flush waits until every dead-letter record produced so far is acknowledged.
+func (b *badRecords) flush(ctx context.Context) error {
+	if b.dlq == nil {
+		return nil
+	}
+	if err := b.dlq.Flush(ctx); err != nil {
+		return fmt.Errorf("flush dead-letter topic %s: %w", b.topic, err)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.failure; err != nil {
+		return fmt.Errorf("%w: produce to dead-letter topic %s: %w", errFatal, b.topic, err)
+	}
+	return nil
+}
+
+// deadLetter is the record as it came from Kafka, with headers naming where
+// it came from and why it was rejected.
+func deadLetter(topic string, r *record.Record, cause error) *kgo.Record {
+	kr := &kgo.Record{Topic: topic, Key: r.Key, Value: r.Value, Timestamp: r.Timestamp}
+	for _, h := range r.Headers {
+		kr.Headers = append(kr.Headers, kgo.RecordHeader{Key: h.Key, Value: h.Value})
+	}
+	kr.Headers = append(kr.Headers,
+		kgo.RecordHeader{Key: "connector.error", Value: []byte(cause.Error())},
+		kgo.RecordHeader{Key: "connector.source.topic", Value: []byte(r.Topic)},
+		kgo.RecordHeader{Key: "connector.source.partition", Value: []byte(strconv.Itoa(int(r.Partition)))},
+		kgo.RecordHeader{Key: "connector.source.offset", Value: []byte(strconv.FormatInt(r.Offset, 10))},
+	)
+	return kr
+}

@@ -1,0 +1,173 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/connector-dev/connector/checkpoint"
+	"github.com/connector-dev/connector/checkpoint/store"
+	"github.com/connector-dev/connector/internal/crashpoint"
+	"github.com/connector-dev/connector/sink"
+	"github.com/connector-dev/connector/source"
+)
+
+// driver owns the Coordinator and performs its actions, following the
+// numbered duties in package checkpoint's doc.go. Only the driver's
+// goroutine touches the Coordinator, the store's Save, and the sink's Commit.
+type driver struct {
+	coord     *checkpoint.Coordinator
+	store     *store.Store
+	readers   []*source.Reader
+	sink      sink.Sink
+	writers   []sink.Writer
+	offsets   *offsetCommitter
+	states    *stateFiles
+	events    chan checkpoint.Event
+	metrics   *jobMetrics
+	log       zerolog.Logger
+	onCommit  func(checkpoint.Metadata) // after a checkpoint is committed; may be nil
+	persisted map[checkpoint.ID]checkpoint.Metadata
+	failed    error // set by FailJob
+}
+
+// errFinalCheckpoint: a stop was asked for and no checkpoint completed in
+// time to end the job cleanly.
+var errFinalCheckpoint = errors.New("final checkpoint did not complete")
+
+// loop drives the Coordinator until the job fails (returns the reason) or
+// stop is closed and a checkpoint triggered after that completed (returns
+// nil). tick is the Tick period.
+func (d *driver) loop(ctx context.Context, stop <-chan struct{}, tick, finalTimeout time.Duration) error {
+	ticker := time.NewTicker(tick)
+	defer ticker.Stop()
+	var (
+		stopping   bool
+		finalAfter checkpoint.ID
+		deadline   time.Time
+	)
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-stop:
+			stop = nil
+			stopping = true
+			finalAfter = d.coord.Status().NextID
+			deadline = time.Now().Add(finalTimeout)
+			d.log.Info().Uint64("checkpoint", uint64(finalAfter)).Msg("stop requested: waiting for a final checkpoint")
+		case now := <-ticker.C:
+			d.step(ctx, checkpoint.Tick{Now: now})
+		case ev := <-d.events:
+			d.step(ctx, ev)
+		}
+		if d.failed != nil {
+			return d.failed
+		}
+		if stopping {
+			if st := d.coord.Status(); st.LastCompleted >= finalAfter {
+				return nil
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("%w within %s (checkpoint.timeout)", errFinalCheckpoint, finalTimeout)
+			}
+		}
+	}
+}
+
+// step feeds one event and performs the actions it yields, in order. An
+// action whose outcome is an event (persisting metadata, a failed commit)
+// feeds that event next, before anything else.
+func (d *driver) step(ctx context.Context, ev checkpoint.Event) {
+	queue := []checkpoint.Event{ev}
+	for len(queue) > 0 {
+		ev, queue = queue[0], queue[1:]
+		if err := d.coord.Step(ev); err != nil {
+			d.log.Error().Err(err).Msg("coordinator rejected an event (a runtime bug)")
+		}
+		for _, a := range d.coord.Actions() {
+			if next := d.perform(ctx, a); next != nil {
+				queue = append(queue, next)
+			}
+		}
+	}
+}
+
+func (d *driver) perform(ctx context.Context, a checkpoint.Action) checkpoint.Event {
+	switch a := a.(type) {
+	case checkpoint.TriggerSources:
+		for _, r := range d.readers {
+			r.Trigger(a.ID, a.Timestamp)
+		}
+	case checkpoint.PersistMetadata:
+		return d.persist(a.Metadata)
+	case checkpoint.NotifyComplete:
+		return d.complete(ctx, a)
+	case checkpoint.Abort:
+		d.abort(a)
+	case checkpoint.Discard:
+		d.states.remove(a.Files)
+	case checkpoint.FailJob:
+		d.failed = a.Reason
+	}
+	return nil
+}
+
+func (d *driver) persist(md checkpoint.Metadata) checkpoint.Event {
+	if err := d.store.Save(md); err != nil {
+		d.log.Warn().Err(err).Uint64("checkpoint", uint64(md.ID)).Msg("checkpoint metadata not persisted; the job goes on")
+		return checkpoint.MetadataPersistFailed{ID: md.ID, Err: err}
+	}
+	crashpoint.Hit(crashpoint.AfterPersist)
+	d.persisted[md.ID] = md
+	return checkpoint.MetadataPersisted{ID: md.ID}
+}
+
+// complete commits checkpoint n everywhere: the sinks' committables (what
+// they pre-committed at n and at earlier failed barriers), then the
+// source's offsets to the consumer group. A sink commit that fails fails
+// the job; the restart commits again from the same checkpoint.
+func (d *driver) complete(ctx context.Context, a checkpoint.NotifyComplete) checkpoint.Event {
+	md, ok := d.persisted[a.ID]
+	delete(d.persisted, a.ID)
+	if !ok {
+		return checkpoint.TaskFailed{Task: "driver", Err: fmt.Errorf("notified of checkpoint %d that was never persisted", a.ID)}
+	}
+	r, err := fromMetadata(&md)
+	if err != nil {
+		return checkpoint.TaskFailed{Task: "driver", Err: err}
+	}
+	if err := d.sink.Commit(ctx, r.committables); err != nil {
+		return checkpoint.TaskFailed{Task: "sink", Err: fmt.Errorf("commit checkpoint %d: %w", a.ID, err)}
+	}
+	for _, w := range d.writers {
+		w.Committed(a.ID)
+	}
+	d.offsets.submit(r.offsets)
+	d.states.removeEmptyDirs()
+	took := time.Since(a.Timestamp)
+	d.metrics.checkpointsDone.Inc()
+	d.metrics.checkpointDuration.Observe(took.Seconds())
+	d.metrics.lastCompleted.Set(float64(a.ID))
+	d.log.Info().Uint64("checkpoint", uint64(a.ID)).Dur("duration", took).Int64("state_bytes", a.Totals.Bytes).
+		Dur("alignment", a.Totals.Alignment).Int("committables", len(r.committables)).Msg("checkpoint completed")
+	if d.onCommit != nil {
+		d.onCommit(md)
+	}
+	return nil
+}
+
+func (d *driver) abort(a checkpoint.Abort) {
+	for _, r := range d.readers {
+		r.CancelBarrier(a.ID)
+	}
+	if errors.Is(a.Reason, checkpoint.ErrSubsumed) {
+		d.log.Debug().Uint64("checkpoint", uint64(a.ID)).Msg("checkpoint subsumed")
+		return
+	}
+	d.metrics.checkpointsFailed.Inc()
+	d.log.Warn().Uint64("checkpoint", uint64(a.ID)).Err(a.Reason).Msg("checkpoint aborted; its output stays pending for the next one")
+}

@@ -1,0 +1,111 @@
+package pipeline
+
+import (
+	"context"
+	"time"
+
+	"github.com/connector-dev/connector/checkpoint"
+	"github.com/connector-dev/connector/record"
+	"github.com/connector-dev/connector/source"
+)
+
+// emitter is one source reader's output: a channel to every worker. It runs
+// on the reader's goroutine. Records are split by key so that all records of
+// one key reach the same worker, in order; a barrier or cancellation marker
+// goes to every channel.
+type emitter struct {
+	task    checkpoint.TaskID
+	outs    []chan element
+	events  chan<- checkpoint.Event
+	metrics *jobMetrics
+	parts   []batch // per-worker scratch, reused
+}
+
+func newEmitter(task checkpoint.TaskID, outs []chan element, events chan<- checkpoint.Event, m *jobMetrics) *emitter {
+	return &emitter{task: task, outs: outs, events: events, metrics: m, parts: make([]batch, len(outs))}
+}
+
+var _ source.Emitter = (*emitter)(nil)
+
+func (e *emitter) Records(ctx context.Context, b []record.Record) error {
+	e.metrics.recordsIn.Add(uint64(len(b)))
+	if len(e.outs) == 1 {
+		return e.send(ctx, 0, element{Kind: checkpoint.RecordElement, Record: b, Size: batchBytes(b)})
+	}
+	for i := range b {
+		w := workerFor(&b[i], len(e.outs))
+		e.parts[w] = append(e.parts[w], b[i])
+	}
+	for w, p := range e.parts {
+		if len(p) == 0 {
+			continue
+		}
+		e.parts[w] = nil
+		if err := e.send(ctx, w, element{Kind: checkpoint.RecordElement, Record: p, Size: batchBytes(p)}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// workerFor picks the worker of a record: by key, or by partition for
+// records without a key (which keeps them in partition order). The hash
+// (FNV-1a) is fixed, not seeded per process: keyed state restored after a
+// restart must meet the same keys again.
+func workerFor(r *record.Record, n int) int {
+	if len(r.Key) == 0 {
+		return int(r.Partition) % n
+	}
+	h := uint64(14695981039346656037)
+	for _, c := range r.Key {
+		h ^= uint64(c)
+		h *= 1099511628211
+	}
+	return int(h % uint64(n))
+}
+
+// Barrier acknowledges the reader's offsets as its snapshot, then sends the
+// barrier on every channel. The ack may reach the coordinator before the
+// barrier reaches the workers; that is fine, the checkpoint completes only
+// when every task acked.
+func (e *emitter) Barrier(ctx context.Context, id checkpoint.ID, ts time.Time, o source.Offsets) error {
+	data, err := o.Encode()
+	if err != nil {
+		return err
+	}
+	if err := sendEvent(ctx, e.events, checkpoint.Ack{Task: e.task, ID: id, Snapshot: checkpoint.Snapshot{Data: data}}); err != nil {
+		return err
+	}
+	return e.all(ctx, element{Kind: checkpoint.BarrierElement, Barrier: checkpoint.Barrier{ID: id, Timestamp: ts}})
+}
+
+func (e *emitter) Cancel(ctx context.Context, id checkpoint.ID) error {
+	return e.all(ctx, element{Kind: checkpoint.CancelElement, Cancel: checkpoint.CancelMarker{ID: id}})
+}
+
+func (e *emitter) all(ctx context.Context, el element) error {
+	for w := range e.outs {
+		if err := e.send(ctx, w, el); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (e *emitter) send(ctx context.Context, w int, el element) error {
+	select {
+	case e.outs[w] <- el:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func sendEvent(ctx context.Context, events chan<- checkpoint.Event, ev checkpoint.Event) error {
+	select {
+	case events <- ev:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,133 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/rs/zerolog"
+
+	"github.com/connector-dev/connector/config"
+	"github.com/connector-dev/connector/internal/metrics"
+)
+
+// Options are what a Job takes besides its config. Zero values are fine.
+type Options struct {
+	// FS is the filesystem of the checkpoint store and the file sink;
+	// nil means the OS. Tests inject failures through it.
+	FS vfs.FS
+	// Registry receives the job's metrics; nil makes a private one.
+	Registry *metrics.Registry
+	Log      zerolog.Logger
+	// DiscoverEvery is how often new partitions are looked for; default 10s.
+	DiscoverEvery time.Duration
+}
+
+// Job runs one configured job: attempts from the last completed checkpoint,
+// restarted with exponential backoff after a failure, until it is stopped or
+// fails restart.max_failures times in a row.
+type Job struct {
+	cfg           *config.Job
+	fs            vfs.FS
+	log           zerolog.Logger
+	metrics       *jobMetrics
+	registry      *metrics.Registry
+	discoverEvery time.Duration
+	ready         atomic.Bool
+	last          atomic.Pointer[Completion]
+}
+
+// New prepares a job; cfg must have been validated (config.Load does).
+func New(cfg *config.Job, opts Options) *Job {
+	if opts.FS == nil {
+		opts.FS = vfs.Default
+	}
+	if opts.Registry == nil {
+		opts.Registry = metrics.NewRegistry()
+	}
+	if opts.DiscoverEvery <= 0 {
+		opts.DiscoverEvery = 10 * time.Second
+	}
+	return &Job{
+		cfg: cfg, fs: opts.FS, log: opts.Log.With().Str("job", cfg.Name).Logger(),
+		metrics: newJobMetrics(opts.Registry), registry: opts.Registry, discoverEvery: opts.DiscoverEvery,
+	}
+}
+
+// Ready reports whether the job is running (restored, source connected).
+func (j *Job) Ready() bool { return j.ready.Load() }
+
+func (j *Job) setReady(v bool) { j.ready.Store(v) }
+
+// ErrTooManyFailures: the job failed restart.max_failures times in a row.
+var ErrTooManyFailures = errors.New("job failed too many times in a row")
+
+// Run runs the job until ctx is done. Then it waits for a checkpoint
+// triggered after that moment to complete and be committed, and returns nil
+// (SIGTERM semantics of the contract). It returns an error when the job
+// failed too many times in a row, hit a failure no restart can fix, or could
+// not finish its final checkpoint.
+func (j *Job) Run(ctx context.Context) error {
+	// The attempt keeps running while it takes the final checkpoint, so it
+	// gets a context of its own; ctx only asks it to stop.
+	actx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	failures := 0
+	backoff := j.cfg.Restart.InitialBackoff
+	for {
+		a := &attempt{j: j}
+		err := a.run(actx, ctx.Done())
+		if err == nil {
+			j.log.Info().Msg("job stopped after its final checkpoint")
+			return nil
+		}
+		if errors.Is(err, errPermanent) || errors.Is(err, errFinalCheckpoint) {
+			return err
+		}
+		if ctx.Err() != nil && !a.started {
+			j.log.Info().Err(err).Msg("stopped before the job started")
+			return nil
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("stopped while failing: %w", err)
+		}
+		if a.progress {
+			failures, backoff = 0, j.cfg.Restart.InitialBackoff
+		}
+		failures++
+		if failures >= j.cfg.Restart.MaxFailures {
+			return fmt.Errorf("%w (%d): last error: %w", ErrTooManyFailures, failures, err)
+		}
+		j.metrics.restarts.Inc()
+		j.log.Error().Err(err).Int("failures", failures).Dur("backoff", backoff).Msg("job failed; restarting from the last completed checkpoint")
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("stopped while failing: %w", err)
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, j.cfg.Restart.MaxBackoff)
+	}
+}
+
+// Status is what /api/checkpoints shows about the running job.
+type Status struct {
+	Ready         bool        `json:"ready"`
+	LastCompleted *Completion `json:"last_completed,omitempty"`
+}
+
+// Completion describes the last completed checkpoint.
+type Completion struct {
+	ID          uint64    `json:"id"`
+	TriggeredAt time.Time `json:"triggered_at"`
+	CompletedAt time.Time `json:"completed_at"`
+	Offsets     string    `json:"offsets"`
+	Tasks       int       `json:"tasks"`
+}
+
+// Status returns the job's current status; safe from any goroutine.
+func (j *Job) Status() Status {
+	return Status{Ready: j.Ready(), LastCompleted: j.last.Load()}
+}

@@ -1,0 +1,180 @@
+package pipeline
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/connector-dev/connector/config"
+	"github.com/connector-dev/connector/internal/kafkatest"
+)
+
+// jobConfig is a file-sink job over topic in dir, with extra YAML appended
+// under pipeline (e.g. transforms).
+func jobConfig(t *testing.T, b kafkatest.Brokers, topic, dir string, parallelism int, transforms string) *config.Job {
+	t.Helper()
+	y := fmt.Sprintf(`
+name: test-job
+kafka: {brokers: [%q]}
+source: {topics: [%q], group: %q}
+checkpoint: {interval: 100ms, timeout: 10s, dir: %q}
+state: {dir: %q}
+pipeline:
+  parallelism: %d
+  transforms: [%s]
+sink: {type: file, path: %q}
+http: {addr: "127.0.0.1:0"}
+restart: {initial_backoff: 50ms, max_backoff: 200ms}
+`, strings.Join(b.Addrs, ","), topic, topic+"-group", filepath.Join(dir, "chk"), filepath.Join(dir, "state"),
+		parallelism, transforms, filepath.Join(dir, "out"))
+	j, err := config.Parse("test.yaml", []byte(y), func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatalf("config: %v", err)
+	}
+	return j
+}
+
+func produceIDs(t *testing.T, b kafkatest.Brokers, topic string, from, to int) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs...), kgo.DefaultProduceTopic(topic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var rs []*kgo.Record
+	for i := from; i < to; i++ {
+		rs = append(rs, &kgo.Record{Key: fmt.Appendf(nil, "%d", i), Value: fmt.Appendf(nil, `{"id":%d,"amount":%d}`, i, i%100)})
+	}
+	if err := cl.ProduceSync(context.Background(), rs...).FirstErr(); err != nil {
+		t.Fatalf("produce: %v", err)
+	}
+}
+
+// visibleIDs counts every id in the committed (visible) output files.
+func visibleIDs(t *testing.T, dir string) map[int]int {
+	t.Helper()
+	ids := map[int]int{}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".") || strings.HasPrefix(e.Name(), "_") {
+			continue
+		}
+		f, err := os.Open(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			var v struct{ ID int }
+			if err := json.Unmarshal(sc.Bytes(), &v); err != nil {
+				t.Fatalf("%s: bad line %q: %v", e.Name(), sc.Text(), err)
+			}
+			ids[v.ID]++
+		}
+		f.Close()
+	}
+	return ids
+}
+
+type running struct {
+	cancel context.CancelFunc
+	done   chan error
+}
+
+func start(t *testing.T, cfg *config.Job) *running {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	j := New(cfg, Options{Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel), DiscoverEvery: 500 * time.Millisecond})
+	r := &running{cancel: cancel, done: make(chan error, 1)}
+	go func() { r.done <- j.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-r.done })
+	return r
+}
+
+// stop asks for a clean stop and waits for Run to return.
+func (r *running) stop(t *testing.T) {
+	t.Helper()
+	r.cancel()
+	select {
+	case err := <-r.done:
+		r.done <- err // for the cleanup
+		if err != nil {
+			t.Fatalf("job stopped with %v, want a clean stop", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("job did not stop within 30s")
+	}
+}
+
+func waitAll(t *testing.T, out string, n int) map[int]int {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		ids := visibleIDs(t, out)
+		if len(ids) >= n {
+			return ids
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d of %d ids visible after 60s", len(ids), n)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func checkOnce(t *testing.T, ids map[int]int, n int) {
+	t.Helper()
+	for i := range n {
+		if ids[i] != 1 {
+			t.Errorf("id %d appears %d times", i, ids[i])
+		}
+	}
+	if len(ids) != n {
+		t.Errorf("%d distinct ids, want %d", len(ids), n)
+	}
+}
+
+func TestJobWritesEveryRecordOnceAcrossACleanRestart(t *testing.T) {
+	for _, p := range []int{1, 3} {
+		t.Run(fmt.Sprintf("parallelism=%d", p), func(t *testing.T) {
+			b := kafkatest.Cluster(t)
+			topic := kafkatest.Topic(t, b, 4)
+			dir := t.TempDir()
+			cfg := jobConfig(t, b, topic, dir, p, "")
+			produceIDs(t, b, topic, 0, 3000)
+			r := start(t, cfg)
+			waitAll(t, cfg.Sink.Path, 3000)
+			r.stop(t)
+			produceIDs(t, b, topic, 3000, 5000)
+			r = start(t, cfg)
+			ids := waitAll(t, cfg.Sink.Path, 5000)
+			r.stop(t)
+			checkOnce(t, visibleIDs(t, cfg.Sink.Path), 5000)
+			_ = ids
+		})
+	}
+}
+
+func TestDedupStateSurvivesRestart(t *testing.T) {
+	b := kafkatest.Cluster(t)
+	topic := kafkatest.Topic(t, b, 2)
+	dir := t.TempDir()
+	cfg := jobConfig(t, b, topic, dir, 2, "{type: dedup, key: id, ttl: 1h}")
+	produceIDs(t, b, topic, 0, 1000)
+	r := start(t, cfg)
+	waitAll(t, cfg.Sink.Path, 1000)
+	r.stop(t)
+	produceIDs(t, b, topic, 500, 1500) // 500 duplicates of ids seen before the restart
+	r = start(t, cfg)
+	waitAll(t, cfg.Sink.Path, 1500)
+	r.stop(t)
+	checkOnce(t, visibleIDs(t, cfg.Sink.Path), 1500)
+}

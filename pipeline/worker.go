@@ -1,0 +1,184 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/connector-dev/connector/checkpoint"
+	"github.com/connector-dev/connector/internal/crashpoint"
+	"github.com/connector-dev/connector/sink"
+	"github.com/connector-dev/connector/state"
+	"github.com/connector-dev/connector/transform"
+)
+
+// worker is one parallel instance of the job's processing: it reads its P
+// input channels through an Aligner, runs records through the transforms and
+// writes them to its sink writer; at a barrier it snapshots its state and
+// pre-commits its sink, then acknowledges. One goroutine runs it.
+type worker struct {
+	index     int
+	task      checkpoint.TaskID
+	ins       []chan element
+	aligner   *checkpoint.Aligner[batch]
+	chain     *transform.Chain // nil: no transforms
+	state     *state.Store     // nil: stateless
+	stateRoot string
+	writer    sink.Writer
+	bad       *badRecords
+	events    chan<- checkpoint.Event
+	metrics   *jobMetrics
+	log       zerolog.Logger
+}
+
+// run reads until ctx is done, a task error occurs, or every input ended.
+// It never reads a channel the Aligner blocked, so nothing is held back in
+// memory: a blocked channel's records wait in the channel (backpressure).
+func (w *worker) run(ctx context.Context) error {
+	cases := make([]reflect.SelectCase, 0, len(w.ins)+1)
+	chans := make([]int, 0, len(w.ins)) // case index -> channel
+	ended := make([]bool, len(w.ins))
+	for {
+		cases = append(cases[:0], reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())})
+		chans = chans[:0]
+		for ch, in := range w.ins {
+			if !ended[ch] && !w.aligner.Blocked(ch) {
+				cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(in)})
+				chans = append(chans, ch)
+			}
+		}
+		chosen, v, ok := reflect.Select(cases)
+		if chosen == 0 {
+			return ctx.Err()
+		}
+		ch := chans[chosen-1]
+		el := element{Kind: checkpoint.EndOfChannel}
+		if ok {
+			el = v.Interface().(element)
+		}
+		if el.Kind == checkpoint.EndOfChannel {
+			ended[ch] = true
+		}
+		outs, err := w.aligner.Process(time.Now(), ch, el)
+		if err != nil {
+			return fmt.Errorf("%s: aligner: %w", w.task, err)
+		}
+		for _, o := range outs {
+			done, err := w.perform(ctx, o)
+			if err != nil || done {
+				return err
+			}
+		}
+	}
+}
+
+func (w *worker) perform(ctx context.Context, o checkpoint.Output[batch]) (done bool, err error) {
+	switch o.Kind {
+	case checkpoint.ProcessRecord:
+		return false, w.process(ctx, o.Record)
+	case checkpoint.SnapshotAndForward:
+		return false, w.snapshot(ctx, o.Barrier, o.Alignment)
+	case checkpoint.CancelAndForward:
+		// The worker is the last task of the graph: there is nothing to
+		// forward the marker to.
+		return false, sendEvent(ctx, w.events, checkpoint.Decline{Task: w.task, ID: o.Barrier.ID, Reason: o.Reason})
+	case checkpoint.InputEnded:
+		return true, nil
+	}
+	return false, fmt.Errorf("%s: unknown aligner output %d", w.task, o.Kind)
+}
+
+// process runs one batch through the transforms into the sink writer.
+func (w *worker) process(ctx context.Context, b batch) error {
+	var out uint64
+	for i := range b {
+		r := &b[i]
+		if w.chain != nil {
+			keep, err := w.chain.Apply(r)
+			if err != nil {
+				if err := w.bad.handle(ctx, r, err); err != nil {
+					return fmt.Errorf("%s: %w", w.task, err)
+				}
+				continue
+			}
+			if !keep {
+				continue
+			}
+		}
+		if err := w.writer.Write(ctx, r); err != nil {
+			if errors.Is(err, sink.ErrBadRecord) {
+				if err := w.bad.handle(ctx, r, err); err != nil {
+					return fmt.Errorf("%s: %w", w.task, err)
+				}
+				continue
+			}
+			return fmt.Errorf("%s: sink write: %w", w.task, err)
+		}
+		out++
+	}
+	w.metrics.recordsOut.Add(out)
+	return nil
+}
+
+// snapshot takes checkpoint n's snapshot of this worker: keyed state, the
+// dead-letter producer flushed, the sink pre-committed. Any failure declines
+// the checkpoint and leaves the worker running: the job goes on and a later
+// checkpoint carries what this one could not.
+func (w *worker) snapshot(ctx context.Context, b checkpoint.Barrier, al checkpoint.Alignment) error {
+	start := time.Now()
+	snap, m, err := w.takeSnapshot(ctx, b.ID)
+	if errors.Is(err, errFatal) {
+		return fmt.Errorf("%s: %w", w.task, err)
+	}
+	if err != nil {
+		w.log.Warn().Err(err).Uint64("checkpoint", uint64(b.ID)).Msg("snapshot failed; declining the checkpoint")
+		if w.state != nil {
+			_ = os.RemoveAll(filepath.Join(w.stateRoot, snapshotDir(b.ID, w.index)))
+		}
+		return sendEvent(ctx, w.events, checkpoint.Decline{Task: w.task, ID: b.ID, Reason: err})
+	}
+	crashpoint.Hit(crashpoint.AfterPreCommit)
+	m.Sync = time.Since(start)
+	m.Alignment = al.Duration
+	return sendEvent(ctx, w.events, checkpoint.Ack{Task: w.task, ID: b.ID, Snapshot: snap, Metrics: m})
+}
+
+func (w *worker) takeSnapshot(ctx context.Context, id checkpoint.ID) (checkpoint.Snapshot, checkpoint.Metrics, error) {
+	var (
+		snap checkpoint.Snapshot
+		m    checkpoint.Metrics
+		data workerData
+	)
+	if w.state != nil {
+		rel := snapshotDir(id, w.index)
+		h, err := w.state.Snapshot(filepath.Join(w.stateRoot, rel))
+		if err != nil {
+			return snap, m, fmt.Errorf("state snapshot: %w", err)
+		}
+		data.State = rel
+		m.Bytes = h.Bytes
+		for _, f := range h.Files {
+			snap.Files = append(snap.Files, rel+"/"+f)
+		}
+	}
+	if err := w.bad.flush(ctx); err != nil {
+		return snap, m, err
+	}
+	cs, err := w.writer.PreCommit(ctx, id)
+	if err != nil {
+		return snap, m, fmt.Errorf("sink pre-commit: %w", err)
+	}
+	data.Committables = cs
+	enc, err := data.encode()
+	if err != nil {
+		return snap, m, err
+	}
+	snap.Data = enc
+	return snap, m, nil
+}
