@@ -4,9 +4,9 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"sync"
 	"fmt"
 	"strconv"
+	"sync"
 
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kgo"

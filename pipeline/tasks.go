@@ -12,8 +12,12 @@ const (
 	workerPrefix = "worker-"
 )
 
-func sourceTask(i int) checkpoint.TaskID { return checkpoint.TaskID(fmt.Sprintf("%s%d", sourcePrefix, i)) }
-func workerTask(i int) checkpoint.TaskID { return checkpoint.TaskID(fmt.Sprintf("%s%d", workerPrefix, i)) }
+func sourceTask(i int) checkpoint.TaskID {
+	return checkpoint.TaskID(fmt.Sprintf("%s%d", sourcePrefix, i))
+}
+func workerTask(i int) checkpoint.TaskID {
+	return checkpoint.TaskID(fmt.Sprintf("%s%d", workerPrefix, i))
+}
 
 func isSource(t checkpoint.TaskID) bool { return strings.HasPrefix(string(t), sourcePrefix) }
 func isWorker(t checkpoint.TaskID) bool { return strings.HasPrefix(string(t), workerPrefix) }
