@@ -42,7 +42,7 @@ func runRun(ctx context.Context, args []string, _, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "connector run: %v\n", err)
 		return exitUsage
 	}
-	if err := runJob(ctx, job, log, nil); err != nil {
+	if err := runJob(ctx, job, log, metrics.NewRegistry(), nil); err != nil {
 		log.Error().Err(err).Msg("job failed")
 		return exitFailure
 	}
@@ -52,8 +52,7 @@ func runRun(ctx context.Context, args []string, _, stderr io.Writer) int {
 // runJob serves HTTP and runs the job until ctx ends and its final
 // checkpoint completed. started, if not nil, is called with the HTTP address
 // once the server listens.
-func runJob(ctx context.Context, cfg *config.Job, log zerolog.Logger, started func(addr string)) error {
-	reg := metrics.NewRegistry()
+func runJob(ctx context.Context, cfg *config.Job, log zerolog.Logger, reg *metrics.Registry, started func(addr string)) error {
 	job := pipeline.New(cfg, pipeline.Options{Registry: reg, Log: log})
 	srv, err := httpapi.Start(httpapi.Config{
 		Addr:        cfg.HTTP.Addr,

@@ -1,0 +1,179 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/connector-dev/connector/config"
+	"github.com/connector-dev/connector/internal/metrics"
+)
+
+func init() {
+	register("dev", command{
+		summary: "run the job of a config against an embedded broker fed with sample orders (the quick start)",
+		run:     runDev,
+	})
+}
+
+// runDev: connector dev [--config FILE] [--rate N] [--data DIR]
+//
+// It starts an in-process Kafka-protocol broker (kfake) whose data persists
+// in DIR, creates the config's topics, produces sample JSON orders into them
+// at --rate records/s, and runs the job against it, printing progress once a
+// second until Ctrl-C. ${KAFKA_BROKERS} in the config resolves to the
+// embedded broker.
+func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("dev", "[--config FILE] [--rate N] [--data DIR]", stderr)
+	path := configFlag(fs)
+	rate := fs.Int("rate", 20000, "sample orders produced per `second` (0: as fast as possible)")
+	dataDir := fs.String("data", "./data/dev-kafka", "`dir` where the embedded broker keeps its data")
+	level := fs.String("log-level", "warn", "log `level` of the job (logs go to stderr)")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	log, ok := newLogger(*level, stderr)
+	if !ok {
+		return exitUsage
+	}
+	// Load once to find the topics, then start the broker and load again
+	// with ${KAFKA_BROKERS} pointing at it.
+	probe, ok := loadJob(*path, stderr)
+	if !ok {
+		return exitUsage
+	}
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.DataDir(*dataDir), kfake.SeedTopics(4, probe.Source.Topics...))
+	if err != nil {
+		fmt.Fprintf(stderr, "connector dev: start embedded broker: %v\n", err)
+		return exitFailure
+	}
+	defer cluster.Close()
+	brokers := strings.Join(cluster.ListenAddrs(), ",")
+	job, err := config.Parse(*path, mustRead(*path), func(name string) (string, bool) {
+		if name == "KAFKA_BROKERS" {
+			return brokers, true
+		}
+		return os.LookupEnv(name)
+	})
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return exitUsage
+	}
+	fmt.Fprintf(stdout, "connector dev: embedded broker at %s (data in %s), topics %v, job %q -> %s sink at %s\n",
+		brokers, *dataDir, job.Source.Topics, job.Name, job.Sink.Type, job.Sink.Path)
+	fmt.Fprintf(stdout, "producing sample orders at %d/s; Ctrl-C takes a final checkpoint and stops\n", *rate)
+
+	gctx, stopGen := context.WithCancel(ctx)
+	defer stopGen()
+	go generate(gctx, cluster.ListenAddrs(), job.Source.Topics[0], *rate, stderr)
+
+	reg := metrics.NewRegistry()
+	pctx, stopProgress := context.WithCancel(context.Background())
+	defer stopProgress()
+	go progress(pctx, reg, job.Sink.Path, stdout)
+
+	if err := runJob(ctx, job, log, reg, nil); err != nil {
+		fmt.Fprintf(stderr, "connector dev: %v\n", err)
+		return exitFailure
+	}
+	stopProgress()
+	fmt.Fprintf(stdout, "stopped after a final checkpoint: %d records in, %d out, %d checkpoints, %d files committed in %s\n",
+		reg.Counter("connector_records_in_total", "").Value(), reg.Counter("connector_records_out_total", "").Value(),
+		reg.Counter("connector_checkpoints_completed_total", "").Value(), committedFiles(job.Sink.Path), job.Sink.Path)
+	return exitOK
+}
+
+func mustRead(path string) []byte {
+	b, _ := os.ReadFile(path) // loadJob already read it successfully
+	return b
+}
+
+var (
+	customers = []string{"acme", "globex", "initech", "umbrella", "hooli", "stark", "wayne", "wonka"}
+	statuses  = []string{"paid", "paid", "paid", "shipped", "pending", "cancelled"}
+)
+
+// generate produces sample orders with increasing ids, continuing after the
+// ids already in the topic, so a restarted dev run adds new orders.
+func generate(ctx context.Context, brokers []string, topic string, rate int, stderr io.Writer) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.DefaultProduceTopic(topic))
+	if err != nil {
+		fmt.Fprintf(stderr, "generator: %v\n", err)
+		return
+	}
+	defer cl.Close()
+	next := int64(0)
+	if ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic); err == nil {
+		ends.Each(func(o kadm.ListedOffset) { next += o.Offset })
+	}
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	perTick := max(1, rate/100)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		n := perTick
+		if rate == 0 {
+			n = 5000
+		}
+		for range n {
+			next++
+			value := fmt.Appendf(nil, `{"id":%d,"customer":%q,"amount":%.2f,"status":%q,"created_at":%q,"note":"sample order"}`,
+				next, customers[rand.IntN(len(customers))], rand.Float64()*500, statuses[rand.IntN(len(statuses))], time.Now().UTC().Format(time.RFC3339Nano))
+			cl.Produce(ctx, &kgo.Record{Key: fmt.Appendf(nil, "%d", next), Value: value}, nil)
+		}
+		if rate == 0 {
+			_ = cl.Flush(ctx)
+		}
+	}
+}
+
+// progress prints records/s, the last completed checkpoint and the number
+// of committed files once a second.
+func progress(ctx context.Context, reg *metrics.Registry, out string, w io.Writer) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	var lastIn, lastOut uint64
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			lastIn, lastOut = printProgress(reg, out, w, lastIn, lastOut)
+		}
+	}
+}
+
+func printProgress(reg *metrics.Registry, out string, w io.Writer, lastIn, lastOut uint64) (uint64, uint64) {
+	in := reg.Counter("connector_records_in_total", "").Value()
+	outN := reg.Counter("connector_records_out_total", "").Value()
+	done := reg.Counter("connector_checkpoints_completed_total", "").Value()
+	last := reg.Gauge("connector_checkpoint_last_completed_id", "").Value()
+	p99 := reg.Histogram("connector_checkpoint_duration_seconds", "", nil).Quantile(0.99)
+	fmt.Fprintf(w, "in %8d rec/s  out %8d rec/s  total in %d out %d  checkpoints %d (last #%d, p99 %.0f ms)  files committed %d\n",
+		in-lastIn, outN-lastOut, in, outN, done, int64(last), p99*1000, committedFiles(out))
+	return in, outN
+}
+
+func committedFiles(dir string) int {
+	entries, _ := os.ReadDir(dir)
+	n := 0
+	for _, e := range entries {
+		if name := e.Name(); !strings.HasPrefix(name, ".") && !strings.HasPrefix(name, "_") && !e.IsDir() {
+			n++
+		}
+	}
+	return n
+}
+
