@@ -176,4 +176,3 @@ func committedFiles(dir string) int {
 	}
 	return n
 }
-
