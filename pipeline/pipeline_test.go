@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,26 +17,42 @@ import (
 
 	"github.com/connector-dev/connector/config"
 	"github.com/connector-dev/connector/internal/kafkatest"
+	"github.com/connector-dev/connector/internal/metrics"
 )
 
-// jobConfig is a file-sink job over topic in dir, with extra YAML appended
-// under pipeline (e.g. transforms).
-func jobConfig(t *testing.T, b kafkatest.Brokers, topic, dir string, parallelism int, transforms string) *config.Job {
+// jobOpts vary the test job: parallelism, transforms (YAML flow items),
+// extra checkpoint and pipeline keys (YAML flow-map entries, e.g. "timeout: 1s").
+type jobOpts struct {
+	parallelism int
+	transforms  string
+	checkpoint  string
+	pipeline    string
+}
+
+// jobConfig is a file-sink job over topic with everything under dir.
+func jobConfig(t *testing.T, b kafkatest.Brokers, topic, dir string, o jobOpts) *config.Job {
 	t.Helper()
+	if o.parallelism == 0 {
+		o.parallelism = 1
+	}
+	if o.checkpoint == "" {
+		o.checkpoint = "timeout: 10s"
+	}
+	if o.pipeline != "" {
+		o.pipeline = ", " + o.pipeline
+	}
 	y := fmt.Sprintf(`
 name: test-job
 kafka: {brokers: [%q]}
 source: {topics: [%q], group: %q}
-checkpoint: {interval: 100ms, timeout: 10s, dir: %q}
+checkpoint: {interval: 100ms, dir: %q, %s}
 state: {dir: %q}
-pipeline:
-  parallelism: %d
-  transforms: [%s]
+pipeline: {parallelism: %d, transforms: [%s]%s}
 sink: {type: file, path: %q}
 http: {addr: "127.0.0.1:0"}
 restart: {initial_backoff: 50ms, max_backoff: 200ms}
-`, strings.Join(b.Addrs, ","), topic, topic+"-group", filepath.Join(dir, "chk"), filepath.Join(dir, "state"),
-		parallelism, transforms, filepath.Join(dir, "out"))
+`, strings.Join(b.Addrs, ","), topic, topic+"-group", filepath.Join(dir, "chk"), o.checkpoint, filepath.Join(dir, "state"),
+		o.parallelism, o.transforms, o.pipeline, filepath.Join(dir, "out"))
 	j, err := config.Parse("test.yaml", []byte(y), func(string) (string, bool) { return "", false })
 	if err != nil {
 		t.Fatalf("config: %v", err)
@@ -88,13 +105,49 @@ func visibleIDs(t *testing.T, dir string) map[int]int {
 type running struct {
 	cancel context.CancelFunc
 	done   chan error
+	job    *Job
+	reg    *metrics.Registry
+	logs   *syncBuffer
 }
+
+// syncBuffer collects log lines from the job's goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) count(substr string) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return strings.Count(b.buf.String(), substr)
+}
+
+func (r *running) counter(name string) uint64 { return r.reg.Counter(name, "").Value() }
 
 func start(t *testing.T, cfg *config.Job) *running {
 	t.Helper()
+	return startWith(t, cfg, Options{})
+}
+
+// startWith runs the job in the background with opts (a test logger and
+// fast partition discovery are filled in).
+func startWith(t *testing.T, cfg *config.Job, opts Options) *running {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	j := New(cfg, Options{Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel), DiscoverEvery: 500 * time.Millisecond})
-	r := &running{cancel: cancel, done: make(chan error, 1)}
+	logs := &syncBuffer{}
+	opts.Log = zerolog.New(zerolog.MultiLevelWriter(zerolog.NewTestWriter(t), logs)).Level(zerolog.InfoLevel)
+	opts.DiscoverEvery = 500 * time.Millisecond
+	if opts.Registry == nil {
+		opts.Registry = metrics.NewRegistry()
+	}
+	j := New(cfg, opts)
+	r := &running{cancel: cancel, done: make(chan error, 1), job: j, reg: opts.Registry, logs: logs}
 	go func() { r.done <- j.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-r.done })
 	return r
@@ -148,17 +201,17 @@ func TestJobWritesEveryRecordOnceAcrossACleanRestart(t *testing.T) {
 			b := kafkatest.Cluster(t)
 			topic := kafkatest.Topic(t, b, 4)
 			dir := t.TempDir()
-			cfg := jobConfig(t, b, topic, dir, p, "")
+			cfg := jobConfig(t, b, topic, dir, jobOpts{parallelism: p})
 			produceIDs(t, b, topic, 0, 3000)
 			r := start(t, cfg)
 			waitAll(t, cfg.Sink.Path, 3000)
 			r.stop(t)
 			produceIDs(t, b, topic, 3000, 5000)
 			r = start(t, cfg)
-			ids := waitAll(t, cfg.Sink.Path, 5000)
+			waitAll(t, cfg.Sink.Path, 5000)
 			r.stop(t)
 			checkOnce(t, visibleIDs(t, cfg.Sink.Path), 5000)
-			_ = ids
+			checkGroupAtEnd(t, b, topic, cfg.Source.Group)
 		})
 	}
 }
@@ -167,7 +220,7 @@ func TestDedupStateSurvivesRestart(t *testing.T) {
 	b := kafkatest.Cluster(t)
 	topic := kafkatest.Topic(t, b, 2)
 	dir := t.TempDir()
-	cfg := jobConfig(t, b, topic, dir, 2, "{type: dedup, key: id, ttl: 1h}")
+	cfg := jobConfig(t, b, topic, dir, jobOpts{parallelism: 2, transforms: "{type: dedup, key: id, ttl: 1h}"})
 	produceIDs(t, b, topic, 0, 1000)
 	r := start(t, cfg)
 	waitAll(t, cfg.Sink.Path, 1000)
