@@ -67,14 +67,25 @@ func newReader(index int, cfg Config, starts Offsets, log zerolog.Logger) *Reade
 func (r *Reader) Index() int { return r.index }
 
 // Trigger asks Run to take checkpoint id's snapshot and emit its barrier
-// between the next two records.
+// between the next two records. It never blocks the caller (the driver): if
+// Run has fallen more than a thousand requests behind, the request is dropped
+// with a warning and the checkpoint times out.
 func (r *Reader) Trigger(id checkpoint.ID, ts time.Time) {
-	r.control <- control{kind: ctlTrigger, id: id, ts: ts}
+	r.request(control{kind: ctlTrigger, id: id, ts: ts})
 }
 
 // CancelBarrier asks Run to send a cancellation marker for id downstream.
+// Like Trigger it never blocks.
 func (r *Reader) CancelBarrier(id checkpoint.ID) {
-	r.control <- control{kind: ctlCancel, id: id}
+	r.request(control{kind: ctlCancel, id: id})
+}
+
+func (r *Reader) request(c control) {
+	select {
+	case r.control <- c:
+	default:
+		r.log.Warn().Uint64("checkpoint", uint64(c.id)).Msg("reader is not keeping up with checkpoint requests; dropping one")
+	}
 }
 
 func (r *Reader) add(o Offsets) { r.control <- control{kind: ctlAdd, add: o} }
