@@ -208,6 +208,9 @@ func retry(ctx context.Context, log zerolog.Logger, what string, fn func(context
 		if err == nil || !errors.Is(err, ErrUnreachable) {
 			return err
 		}
+		if ctx.Err() != nil { // stopped meanwhile: not a broker problem
+			return fmt.Errorf("%s: %w", what, ctx.Err())
+		}
 		log.Warn().Err(err).Int("attempt", attempt).Dur("backoff", backoff).Msg(what + " failed; retrying")
 		select {
 		case <-ctx.Done():

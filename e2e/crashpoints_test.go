@@ -1,0 +1,88 @@
+package e2e
+
+import (
+	"fmt"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// crashPoints are the contract's CONNECTOR_CRASH_AT values: the first hit of
+// each point and later ones. Counts are per process, and with 4 workers
+// after-precommit is hit 4 times per checkpoint and mid-commit once per
+// renamed file, so :10 lands a few checkpoints in. during-restore is reached
+// once per process, so only its first hit exists.
+var crashPoints = []string{
+	"after-precommit:1",
+	"after-precommit:3",
+	"after-precommit:10",
+	"after-persist:1",
+	"after-persist:3",
+	"mid-commit:1",
+	"mid-commit:3",
+	"mid-commit:10",
+	"during-restore:1",
+}
+
+// TestExactlyOnceAtEveryCrashPoint: a job started with
+// CONNECTOR_CRASH_AT=<point> dies by SIGKILL at that point, for every point,
+// while ids keep coming. Each point is met twice: once after a clean stop (a
+// run without crash point that completes a checkpoint and exits 0 on
+// SIGTERM), so the crash happens in steady state; and once straight after
+// the previous crash, so it may happen while recovering from that one (for
+// example mid-commit while re-committing what after-persist left). In the
+// end a run without crash point drains the topic and the visible output
+// holds every id exactly once.
+func TestExactlyOnceAtEveryCrashPoint(t *testing.T) {
+	const perPoint = 30 * time.Second
+	b := cluster(t)
+	// Parallelism 4: four writers, so a commit renames several files and
+	// mid-commit (between two renames) has a moment to hit.
+	j := newJob(t, b, jobSpec{Parallelism: 4, Partitions: 4, Interval: 200 * time.Millisecond})
+	// Runs until stopped: the crash points need records flowing.
+	prod := startProducer(t, b, j.topic, producerSpec{N: 1_000_000, Rate: 2_000})
+
+	var hit []string
+	for _, afterCleanStop := range []bool{true, false} {
+		for _, point := range crashPoints {
+			if afterCleanStop {
+				p := j.start()
+				j.waitMetric(p, metricCheckpoints, func(v float64) bool { return v >= 1 }, 50*time.Millisecond, 30*time.Second)
+				j.terminate(p, time.Minute)
+			}
+			if j.crashAt(point, perPoint) {
+				hit = append(hit, point)
+			}
+		}
+	}
+
+	n := prod.stop(t, time.Minute)
+	p := j.start()
+	j.waitForAll(p, n, 2*time.Minute)
+	j.terminate(p, time.Minute)
+	j.requireExactlyOnce(n, len(hit), fmt.Sprintf("crash_points=%d", len(hit)))
+}
+
+// crashAt starts a run with CONNECTOR_CRASH_AT=point and reports whether it
+// died there by SIGKILL within timeout; if not, the test is marked failed.
+func (j *job) crashAt(point string, timeout time.Duration) bool {
+	j.t.Helper()
+	p := j.start(envCrashAt + "=" + point)
+	if !p.wait(timeout) {
+		j.errorf(p, "%s: alive %v after its start: crash point %s never reached", p, timeout, point)
+		j.kill(p)
+		return false
+	}
+	if !p.killedBy(syscall.SIGKILL) {
+		j.errorf(p, "%s: %s, want death by SIGKILL at %s", p, p.status(), point)
+		return false
+	}
+	name, _, _ := strings.Cut(point, ":")
+	if !strings.Contains(p.tail(20), "crash point "+name+" reached") {
+		j.errorf(p, "%s: died by SIGKILL, but its log does not say crash point %s was reached", p, name)
+		return false
+	}
+	j.t.Logf("%s: died by SIGKILL at %s, %v after its start", p, point, time.Since(p.started).Round(time.Millisecond))
+	return true
+}

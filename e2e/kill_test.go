@@ -1,0 +1,79 @@
+package e2e
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/connector-dev/connector/internal/kafkatest"
+)
+
+// TestExactlyOnceUnderRandomSIGKILL: while 200,000 ids are produced, the
+// connector is SIGKILLed at 20 or more random moments (0.3-3 s after each
+// start) and restarted each time; then it drains, is stopped with SIGTERM
+// (exit 0), and its visible output holds every id exactly once. With a dedup
+// transform, some ids are also produced twice on purpose, and still appear
+// once.
+func TestExactlyOnceUnderRandomSIGKILL(t *testing.T) {
+	b := cluster(t)
+	dedup := []map[string]any{{"type": "dedup", "key": "id", "ttl": "1h"}}
+	for _, tc := range []struct {
+		name     string
+		spec     jobSpec
+		dupEvery int
+	}{
+		{"parallelism-1", jobSpec{Parallelism: 1}, 0},
+		{"parallelism-4", jobSpec{Parallelism: 4}, 0},
+		{"parallelism-4-dedup", jobSpec{Parallelism: 4, Transforms: dedup}, 20},
+	} {
+		t.Run(tc.name, func(t *testing.T) { randomKills(t, b, tc.spec, tc.dupEvery) })
+	}
+}
+
+func randomKills(t *testing.T, b kafkatest.Brokers, spec jobSpec, dupEvery int) {
+	const (
+		n        = 200_000
+		rate     = 5_000 // ids/s: production spans about 40 s of kills
+		minKills = 20
+		maxKills = 40
+	)
+	spec.Partitions = 6
+	j := newJob(t, b, spec)
+	rng := newRand(t)
+	prod := startProducer(t, b, j.topic, producerSpec{N: n, Rate: rate, DupEvery: dupEvery})
+
+	// Kill at random moments for as long as ids are still being produced,
+	// and at least minKills times.
+	t0 := time.Now()
+	kills := 0
+	for kills < maxKills && (kills < minKills || prod.running()) {
+		p := j.start()
+		delay := 300*time.Millisecond + time.Duration(rng.Int64N(int64(2700*time.Millisecond)))
+		if p.wait(delay) {
+			j.fatalf(p, "%s ended by itself %v after its start, before the kill planned at %v: %s",
+				p, time.Since(p.started).Round(time.Millisecond), delay.Round(time.Millisecond), p.status())
+		}
+		j.kill(p)
+		kills++
+	}
+	mid, err := j.out.read()
+	if err != nil {
+		t.Fatalf("read output: %v", err)
+	}
+	t.Logf("kill phase: %d kills in %v; %d of %d ids produced; %d ids visible",
+		kills, time.Since(t0).Round(time.Millisecond), prod.sent.Load(), n, mid.present(n))
+	if tl := tallyOutput(mid, n); tl.duplicates+tl.unexpected+tl.bad > 0 {
+		t.Errorf("already after the kill phase: %s", tl)
+	}
+
+	prod.wait(t, 2*time.Minute)
+	p := j.start()
+	j.waitForAll(p, n, 2*time.Minute)
+	j.terminate(p, time.Minute)
+
+	extra := ""
+	if dupEvery > 0 {
+		extra = fmt.Sprintf("input_duplicates=%d", prod.dups.Load())
+	}
+	j.requireExactlyOnce(n, kills, extra)
+}
