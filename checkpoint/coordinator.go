@@ -31,6 +31,7 @@ type Coordinator struct {
 	completed      bool      // a checkpoint completed since construction
 	lastCompletion time.Time // tick time at which it did
 
+	forced   bool  // TriggerNow asked for a checkpoint not yet triggered
 	failures int   // consecutive failed checkpoints
 	failed   error // set once FailJob was handed out
 
@@ -103,6 +104,11 @@ func (c *Coordinator) Step(ev Event) error {
 	switch ev := ev.(type) {
 	case Tick:
 		return c.tick(ev.Now)
+	case TriggerNow:
+		c.forced = true
+		if c.started {
+			c.maybeTrigger()
+		}
 	case Ack:
 		if err := c.checkTaskAndID(ev.Task, ev.ID, "ack"); err != nil {
 			return err
@@ -252,10 +258,11 @@ func (c *Coordinator) expire() {
 
 func (c *Coordinator) maybeTrigger() {
 	switch {
-	case c.now.Before(c.nextDue):
+	case !c.forced && c.now.Before(c.nextDue):
 	case len(c.pending) >= c.s.MaxConcurrent:
-	case c.completed && c.now.Before(c.lastCompletion.Add(c.s.MinPause)):
+	case !c.forced && c.completed && c.now.Before(c.lastCompletion.Add(c.s.MinPause)):
 	default:
+		c.forced = false
 		p := &pending{id: c.nextID, triggered: c.now, acks: make(map[TaskID]Ack, len(c.tasks))}
 		c.nextID++
 		c.pending = append(c.pending, p)

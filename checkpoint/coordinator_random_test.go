@@ -76,7 +76,8 @@ type coordModel struct {
 	lastTrig time.Time
 	doneAt   time.Time // tick time of the last completion since (re)start
 	anyDone  bool
-	failures int // consecutive counted failures
+	forced   bool // TriggerNow fed, no trigger since
+	failures int  // consecutive counted failures
 	failed   bool
 }
 
@@ -119,6 +120,7 @@ func (m *coordModel) restart(r *rand.Rand) error {
 		m.maxID = m.lastMeta.ID
 	}
 	m.ticked = false
+	m.forced = false
 	m.pending = map[ID]time.Time{}
 	m.acked = map[ID]map[TaskID][]byte{}
 	m.files = map[ID][]string{}
@@ -178,7 +180,7 @@ func (m *coordModel) step(r *rand.Rand) error {
 			reason = ErrSubsumed
 		}
 		ev = Decline{Task: task, ID: m.randomID(r), Reason: reason}
-	case k < 95:
+	case k < 94:
 		if m.persist == 0 {
 			return nil
 		}
@@ -186,6 +188,11 @@ func (m *coordModel) step(r *rand.Rand) error {
 			ev = MetadataPersistFailed{ID: m.persist, Err: errors.New("disk full")}
 		} else {
 			ev = MetadataPersisted{ID: m.persist}
+		}
+	case k < 95:
+		ev = TriggerNow{}
+		if !m.failed {
+			m.forced = true
 		}
 	case k < 96:
 		ev = TaskFailed{Task: task, Err: errors.New("boom")}
@@ -260,19 +267,26 @@ func (m *coordModel) step(r *rand.Rand) error {
 func (m *coordModel) check(a Action, ev Event) error {
 	switch a := a.(type) {
 	case TriggerSources:
-		if _, ok := ev.(Tick); !ok {
-			return errors.New("trigger not on a tick")
+		_, tick := ev.(Tick)
+		_, now := ev.(TriggerNow)
+		if !tick && !now {
+			return errors.New("trigger not on a tick or TriggerNow")
 		}
+		if now && !m.forced {
+			return errors.New("TriggerNow triggered without being asked")
+		}
+		forced := m.forced
+		m.forced = false
 		if a.ID <= m.maxID {
 			return fmt.Errorf("id %d not above %d", a.ID, m.maxID)
 		}
 		if len(m.pending) >= m.s.MaxConcurrent {
 			return fmt.Errorf("trigger with %d pending", len(m.pending))
 		}
-		if !m.lastTrig.IsZero() && a.Timestamp.Sub(m.lastTrig) < m.s.Interval {
+		if !forced && !m.lastTrig.IsZero() && a.Timestamp.Sub(m.lastTrig) < m.s.Interval {
 			return fmt.Errorf("trigger at %v within interval of the previous at %v", a.Timestamp, m.lastTrig)
 		}
-		if m.anyDone && a.Timestamp.Before(m.doneAt.Add(m.s.MinPause)) {
+		if !forced && m.anyDone && a.Timestamp.Before(m.doneAt.Add(m.s.MinPause)) {
 			return fmt.Errorf("trigger at %v within min pause of completion at %v", a.Timestamp, m.doneAt)
 		}
 		m.maxID = a.ID

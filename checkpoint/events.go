@@ -3,8 +3,8 @@ package checkpoint
 import "time"
 
 // Event is something that happened, fed to Coordinator.Step. The concrete
-// types are Tick, Ack, Decline, MetadataPersisted, MetadataPersistFailed and
-// TaskFailed.
+// types are Tick, TriggerNow, Ack, Decline, MetadataPersisted,
+// MetadataPersistFailed and TaskFailed.
 type Event interface {
 	isEvent()
 }
@@ -71,6 +71,14 @@ type TaskFailed struct {
 	Err  error
 }
 
+// TriggerNow asks for a checkpoint as soon as MaxConcurrent allows, without
+// waiting for the interval, the initial delay or the minimum pause: the
+// final checkpoint of a job that is stopping. The trigger happens on this
+// Step if the schedule has started and a slot is free, else on a later Tick
+// or completion.
+type TriggerNow struct{}
+
+func (TriggerNow) isEvent()             {}
 func (Tick) isEvent()                  {}
 func (Ack) isEvent()                   {}
 func (Decline) isEvent()               {}

@@ -22,6 +22,7 @@ var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 //	    Rand return F; last=ID restores a completed checkpoint ID) and prints
 //	    its status.
 //	tick D                         Tick at script time D.
+//	trigger-now                    TriggerNow (a final checkpoint).
 //	ack TASK ID [files=F,G] [bytes=N]
 //	decline TASK ID [REASON...]
 //	persisted ID                   MetadataPersisted.
@@ -135,6 +136,8 @@ func scriptEvent(f []string) (Event, error) {
 		}
 		d, err := time.ParseDuration(f[1])
 		return Tick{Now: t0.Add(d)}, err
+	case "trigger-now":
+		return TriggerNow{}, nil
 	case "ack":
 		if err := need(3); err != nil {
 			return nil, err

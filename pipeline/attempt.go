@@ -62,7 +62,7 @@ func (a *attempt) run(ctx context.Context, stop <-chan struct{}) error {
 		return fmt.Errorf("%w: %w", errPermanent, err)
 	}
 	specs, stateful := transformSpecs(cfg.Pipeline.Transforms)
-	if stateful && md != nil && rs.workers != p {
+	if stateful && len(rs.state) > 0 && rs.workers != p {
 		return fmt.Errorf("%w: checkpoint %d has keyed state for %d workers but pipeline.parallelism is %d; keyed state cannot be redistributed yet: set parallelism back to %d",
 			errPermanent, rs.id, rs.workers, p, rs.workers)
 	}
@@ -115,7 +115,11 @@ func (a *attempt) run(ctx context.Context, stop <-chan struct{}) error {
 		}
 		cancelOpen()
 	}()
-	src, err := source.Open(octx, sourceConfig(cfg), rs.offsets, log)
+	var restoredOffsets source.Offsets // nil: no checkpoint to restore
+	if md != nil {
+		restoredOffsets = rs.offsets
+	}
+	src, err := source.Open(octx, sourceConfig(cfg), restoredOffsets, log)
 	cancelOpen()
 	if err != nil {
 		return fmt.Errorf("open source: %w", err)
@@ -145,7 +149,7 @@ func (a *attempt) run(ctx context.Context, stop <-chan struct{}) error {
 	for r := range chans {
 		chans[r] = make([]chan element, p)
 		for w := range chans[r] {
-			chans[r][w] = make(chan element, channelCapacity(cfg.Pipeline.ChannelCapacity, 64))
+			chans[r][w] = make(chan element, channelCapacity(cfg.Pipeline.ChannelCapacity, source.DefaultBatchSize))
 		}
 	}
 	coord, err := checkpoint.NewCoordinator(coordinatorSettings(cfg.Checkpoint), taskIDs(p), md, max(st.MaxID(), states.maxID()))
@@ -182,7 +186,8 @@ func (a *attempt) run(ctx context.Context, stop <-chan struct{}) error {
 		workers[w] = &worker{
 			index: w, task: workerTask(w), ins: ins, aligner: al, chain: chain, state: stores[w],
 			stateRoot: cfg.State.Dir, writer: wr, bad: bad, events: events, metrics: j.metrics,
-			log: log.With().Str("task", string(workerTask(w))).Logger(),
+			aborts: make(chan checkpoint.ID, 64),
+			log:    log.With().Str("task", string(workerTask(w))).Logger(),
 		}
 	}
 
@@ -208,12 +213,11 @@ func (a *attempt) run(ctx context.Context, stop <-chan struct{}) error {
 	wg.Go(func() { discover(tctx, src, j.discoverEvery, log) })
 
 	d := &driver{
-		coord: coord, store: st, readers: readers, sink: snk, writers: writers, offsets: oc,
+		coord: coord, store: st, readers: readers, sink: snk, writers: writers, workers: workers, offsets: oc,
 		states: states, events: events, metrics: j.metrics, log: log,
 		persisted: map[checkpoint.ID]checkpoint.Metadata{},
-		onCommit: func(md checkpoint.Metadata) {
+		onCommit: func(md checkpoint.Metadata, r restored) {
 			a.progress = true
-			r, _ := fromMetadata(&md)
 			j.last.Store(&Completion{ID: uint64(md.ID), TriggeredAt: md.Timestamp, CompletedAt: time.Now(), Offsets: r.offsets.String(), Tasks: len(md.Tasks)})
 		},
 	}

@@ -24,12 +24,13 @@ type driver struct {
 	readers   []*source.Reader
 	sink      sink.Sink
 	writers   []sink.Writer
+	workers   []*worker
 	offsets   *offsetCommitter
 	states    *stateFiles
 	events    chan checkpoint.Event
 	metrics   *jobMetrics
 	log       zerolog.Logger
-	onCommit  func(checkpoint.Metadata) // after a checkpoint is committed; may be nil
+	onCommit  func(checkpoint.Metadata, restored) // after a checkpoint is committed; may be nil
 	persisted map[checkpoint.ID]checkpoint.Metadata
 	failed    error // set by FailJob
 }
@@ -58,7 +59,8 @@ func (d *driver) loop(ctx context.Context, stop <-chan struct{}, tick, finalTime
 			stopping = true
 			finalAfter = d.coord.Status().NextID
 			deadline = time.Now().Add(finalTimeout)
-			d.log.Info().Uint64("checkpoint", uint64(finalAfter)).Msg("stop requested: waiting for a final checkpoint")
+			d.log.Info().Uint64("checkpoint", uint64(finalAfter)).Msg("stop requested: taking a final checkpoint")
+			d.step(ctx, checkpoint.TriggerNow{})
 		case now := <-ticker.C:
 			d.step(ctx, checkpoint.Tick{Now: now})
 		case ev := <-d.events:
@@ -105,11 +107,11 @@ func (d *driver) perform(ctx context.Context, a checkpoint.Action) checkpoint.Ev
 	case checkpoint.PersistMetadata:
 		return d.persist(a.Metadata)
 	case checkpoint.NotifyComplete:
-		return d.complete(ctx, a)
+		d.complete(ctx, a)
 	case checkpoint.Abort:
 		d.abort(a)
 	case checkpoint.Discard:
-		d.states.remove(a.Files)
+		d.states.remove(a.ID, a.Files)
 	case checkpoint.FailJob:
 		d.failed = a.Reason
 	}
@@ -128,26 +130,29 @@ func (d *driver) persist(md checkpoint.Metadata) checkpoint.Event {
 
 // complete commits checkpoint n everywhere: the sinks' committables (what
 // they pre-committed at n and at earlier failed barriers), then the
-// source's offsets to the consumer group. A sink commit that fails fails
-// the job; the restart commits again from the same checkpoint.
-func (d *driver) complete(ctx context.Context, a checkpoint.NotifyComplete) checkpoint.Event {
+// source's offsets to the consumer group. A commit that fails fails the job
+// (duty 7): the restart commits again from the same checkpoint.
+func (d *driver) complete(ctx context.Context, a checkpoint.NotifyComplete) {
 	md, ok := d.persisted[a.ID]
 	delete(d.persisted, a.ID)
 	if !ok {
-		return checkpoint.TaskFailed{Task: "driver", Err: fmt.Errorf("notified of checkpoint %d that was never persisted", a.ID)}
+		d.failed = fmt.Errorf("notified of checkpoint %d that was never persisted (a runtime bug)", a.ID)
+		return
 	}
 	r, err := fromMetadata(&md)
 	if err != nil {
-		return checkpoint.TaskFailed{Task: "driver", Err: err}
+		d.failed = err
+		return
 	}
 	if err := d.sink.Commit(ctx, r.committables); err != nil {
-		return checkpoint.TaskFailed{Task: "sink", Err: fmt.Errorf("commit checkpoint %d: %w", a.ID, err)}
+		d.failed = fmt.Errorf("sink commit of checkpoint %d: %w", a.ID, err)
+		return
 	}
 	for _, w := range d.writers {
 		w.Committed(a.ID)
 	}
 	d.offsets.submit(r.offsets)
-	d.states.removeEmptyDirs()
+	d.states.removeEmptyDirs(a.ID)
 	took := time.Since(a.Timestamp)
 	d.metrics.checkpointsDone.Inc()
 	d.metrics.checkpointDuration.Observe(took.Seconds())
@@ -155,12 +160,17 @@ func (d *driver) complete(ctx context.Context, a checkpoint.NotifyComplete) chec
 	d.log.Info().Uint64("checkpoint", uint64(a.ID)).Dur("duration", took).Int64("state_bytes", a.Totals.Bytes).
 		Dur("alignment", a.Totals.Alignment).Int("committables", len(r.committables)).Msg("checkpoint completed")
 	if d.onCommit != nil {
-		d.onCommit(md)
+		d.onCommit(md, r)
 	}
-	return nil
 }
 
+// abort tells the workers to stop aligning the checkpoint (duty 8) and the
+// readers to send a cancellation marker after its barrier, for barriers
+// still on their way.
 func (d *driver) abort(a checkpoint.Abort) {
+	for _, w := range d.workers {
+		w.abort(a.ID)
+	}
 	for _, r := range d.readers {
 		r.CancelBarrier(a.ID)
 	}

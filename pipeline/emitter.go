@@ -100,12 +100,3 @@ func (e *emitter) send(ctx context.Context, w int, el element) error {
 		return ctx.Err()
 	}
 }
-
-func sendEvent(ctx context.Context, events chan<- checkpoint.Event, ev checkpoint.Event) error {
-	select {
-	case events <- ev:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}

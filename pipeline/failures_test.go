@@ -142,3 +142,30 @@ func checkGroupAtEnd(t *testing.T, b kafkatest.Brokers, topic, group string) {
 		}
 	})
 }
+
+// TestFailedSinkCommitRestartsTheJobAndLosesNothing: a commit that fails
+// after its checkpoint completed fails the job (it must not be skipped); the
+// restart commits the checkpoint again and every record appears once.
+func TestFailedSinkCommitRestartsTheJobAndLosesNothing(t *testing.T) {
+	b := kafkatest.Cluster(t)
+	topic := kafkatest.Topic(t, b, 2)
+	dir := t.TempDir()
+	cfg := jobConfig(t, b, topic, dir, jobOpts{parallelism: 2})
+	cfg.Restart.MaxFailures = 1000
+	var on atomic.Bool
+	r := startWith(t, cfg, Options{FS: faultyFS(dir, &on, func(op errorfs.Op) error {
+		if op.Kind == errorfs.OpRename && strings.Contains(op.Path, "/.pending.") {
+			return fmt.Errorf("injected rename failure: %w", syscall.EIO)
+		}
+		return nil
+	})})
+	produceIDs(t, b, topic, 0, 1000)
+	waitAll(t, cfg.Sink.Path, 1000)
+	on.Store(true)
+	produceIDs(t, b, topic, 1000, 2000)
+	waitUntil(t, "a restart after the failed commit", func() bool { return r.counter("connector_job_restarts_total") >= 1 })
+	on.Store(false)
+	waitAll(t, cfg.Sink.Path, 2000)
+	r.stop(t)
+	checkOnce(t, visibleIDs(t, cfg.Sink.Path), 2000)
+}

@@ -29,15 +29,16 @@ func (s *stateFiles) workDir(w int) string {
 	return filepath.Join(s.root, "work", "worker-"+strconv.Itoa(w))
 }
 
-// remove deletes files (relative to the root) of a checkpoint that will
-// never complete.
-func (s *stateFiles) remove(files []string) {
+// remove deletes files (relative to the root) of checkpoint id, which will
+// never complete. Every checkpoint snapshots into a directory of its own, so
+// no other checkpoint references them.
+func (s *stateFiles) remove(id checkpoint.ID, files []string) {
 	for _, f := range files {
 		if err := os.Remove(filepath.Join(s.root, filepath.FromSlash(f))); err != nil && !os.IsNotExist(err) {
 			s.log.Warn().Err(err).Str("file", f).Msg("cannot remove a discarded state file")
 		}
 	}
-	s.removeEmptyDirs()
+	s.removeEmptyDirs(id)
 }
 
 // snapshotDirs lists the chk-<id> directories with their ids.
@@ -66,9 +67,14 @@ func (s *stateFiles) maxID() checkpoint.ID {
 	return m
 }
 
-// removeEmptyDirs removes snapshot directories the store emptied.
-func (s *stateFiles) removeEmptyDirs() {
-	for _, dir := range s.snapshotDirs() {
+// removeEmptyDirs removes the snapshot directories of checkpoints up to id
+// that are empty (the store deleted their files). Directories of later
+// checkpoints are left alone: a worker may be snapshotting into one.
+func (s *stateFiles) removeEmptyDirs(upTo checkpoint.ID) {
+	for id, dir := range s.snapshotDirs() {
+		if id > upTo {
+			continue
+		}
 		workers, _ := os.ReadDir(dir)
 		for _, w := range workers {
 			_ = os.Remove(filepath.Join(dir, w.Name())) // fails unless empty
@@ -94,5 +100,5 @@ func (s *stateFiles) keepOnly(keep map[string]bool) {
 			return nil
 		})
 	}
-	s.removeEmptyDirs()
+	s.removeEmptyDirs(s.maxID())
 }

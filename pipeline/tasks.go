@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -31,4 +32,14 @@ func taskIDs(parallelism int) []checkpoint.TaskID {
 		ids = append(ids, workerTask(i))
 	}
 	return ids
+}
+
+// sendEvent reports to the driver; it gives up when the task is stopped.
+func sendEvent(ctx context.Context, events chan<- checkpoint.Event, ev checkpoint.Event) error {
+	select {
+	case events <- ev:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }

@@ -33,6 +33,7 @@ type worker struct {
 	writer    sink.Writer
 	bad       *badRecords
 	events    chan<- checkpoint.Event
+	aborts    chan checkpoint.ID // checkpoints the Coordinator aborted
 	metrics   *jobMetrics
 	log       zerolog.Logger
 }
@@ -41,11 +42,13 @@ type worker struct {
 // It never reads a channel the Aligner blocked, so nothing is held back in
 // memory: a blocked channel's records wait in the channel (backpressure).
 func (w *worker) run(ctx context.Context) error {
-	cases := make([]reflect.SelectCase, 0, len(w.ins)+1)
-	chans := make([]int, 0, len(w.ins)) // case index -> channel
+	cases := make([]reflect.SelectCase, 0, len(w.ins)+2)
+	chans := make([]int, 0, len(w.ins)) // case index - 2 -> channel
 	ended := make([]bool, len(w.ins))
 	for {
-		cases = append(cases[:0], reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())})
+		cases = append(cases[:0],
+			reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())},
+			reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(w.aborts)})
 		chans = chans[:0]
 		for ch, in := range w.ins {
 			if !ended[ch] && !w.aligner.Blocked(ch) {
@@ -54,20 +57,25 @@ func (w *worker) run(ctx context.Context) error {
 			}
 		}
 		chosen, v, ok := reflect.Select(cases)
-		if chosen == 0 {
+		var outs []checkpoint.Output[batch]
+		switch chosen {
+		case 0:
 			return ctx.Err()
-		}
-		ch := chans[chosen-1]
-		el := element{Kind: checkpoint.EndOfChannel}
-		if ok {
-			el = v.Interface().(element)
-		}
-		if el.Kind == checkpoint.EndOfChannel {
-			ended[ch] = true
-		}
-		outs, err := w.aligner.Process(time.Now(), ch, el)
-		if err != nil {
-			return fmt.Errorf("%s: aligner: %w", w.task, err)
+		case 1:
+			outs = w.aligner.Abort(time.Now(), v.Interface().(checkpoint.ID))
+		default:
+			ch := chans[chosen-2]
+			el := element{Kind: checkpoint.EndOfChannel}
+			if ok {
+				el = v.Interface().(element)
+			}
+			if el.Kind == checkpoint.EndOfChannel {
+				ended[ch] = true
+			}
+			var err error
+			if outs, err = w.aligner.Process(time.Now(), ch, el); err != nil {
+				return fmt.Errorf("%s: aligner: %w", w.task, err)
+			}
 		}
 		for _, o := range outs {
 			done, err := w.perform(ctx, o)
@@ -94,6 +102,16 @@ func (w *worker) perform(ctx context.Context, o checkpoint.Output[batch]) (done 
 	return false, fmt.Errorf("%s: unknown aligner output %d", w.task, o.Kind)
 }
 
+// abort asks the worker to give up aligning checkpoint id. It never blocks
+// the caller (the driver); if the worker is far behind, the cancellation
+// marker the readers send after the barrier does the same later.
+func (w *worker) abort(id checkpoint.ID) {
+	select {
+	case w.aborts <- id:
+	default:
+	}
+}
+
 // process runs one batch through the transforms into the sink writer.
 func (w *worker) process(ctx context.Context, b batch) error {
 	var out uint64
@@ -101,6 +119,9 @@ func (w *worker) process(ctx context.Context, b batch) error {
 		r := &b[i]
 		if w.chain != nil {
 			keep, err := w.chain.Apply(r)
+			if err != nil && !errors.Is(err, transform.ErrDecode) {
+				return fmt.Errorf("%s: transform: %w", w.task, err) // state I/O: never drop the record
+			}
 			if err != nil {
 				if err := w.bad.handle(ctx, r, err); err != nil {
 					return fmt.Errorf("%s: %w", w.task, err)
@@ -133,14 +154,14 @@ func (w *worker) process(ctx context.Context, b batch) error {
 func (w *worker) snapshot(ctx context.Context, b checkpoint.Barrier, al checkpoint.Alignment) error {
 	start := time.Now()
 	snap, m, err := w.takeSnapshot(ctx, b.ID)
+	if err != nil && w.state != nil {
+		_ = os.RemoveAll(filepath.Join(w.stateRoot, snapshotDir(b.ID, w.index)))
+	}
 	if errors.Is(err, errFatal) {
 		return fmt.Errorf("%s: %w", w.task, err)
 	}
 	if err != nil {
 		w.log.Warn().Err(err).Uint64("checkpoint", uint64(b.ID)).Msg("snapshot failed; declining the checkpoint")
-		if w.state != nil {
-			_ = os.RemoveAll(filepath.Join(w.stateRoot, snapshotDir(b.ID, w.index)))
-		}
 		return sendEvent(ctx, w.events, checkpoint.Decline{Task: w.task, ID: b.ID, Reason: err})
 	}
 	crashpoint.Hit(crashpoint.AfterPreCommit)

@@ -25,6 +25,11 @@ var (
 	// ErrCommitLost: a committable names output that is neither pending nor
 	// committed. Pre-committed data is gone: data loss, never retried away.
 	ErrCommitLost = errors.New("sink commit lost: pre-committed output missing")
+	// ErrCommitConflict: committing would replace a committed file of
+	// the same name, which only happens when checkpoint ids were reused
+	// (the checkpoint dir was reset while the output was kept). Fatal: the
+	// committed file is never overwritten.
+	ErrCommitConflict = errors.New("sink commit would replace committed output")
 	// ErrBadCommittable: a committable that this sink did not produce or
 	// cannot decode (corrupt checkpoint metadata, another job's files).
 	ErrBadCommittable = errors.New("bad sink committable")

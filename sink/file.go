@@ -1,15 +1,19 @@
 package sink
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"regexp"
 	"sync"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/connector-dev/connector/internal/fsutil"
 	"github.com/rs/zerolog"
 
 	"github.com/connector-dev/connector/internal/crashpoint"
@@ -163,7 +167,7 @@ func (s *File) Commit(ctx context.Context, cs []Committable) error {
 			}
 		}
 	}
-	if err := syncDir(s.fs, s.cfg.Path); err != nil {
+	if err := fsutil.SyncDir(s.fs, s.cfg.Path); err != nil {
 		errs = append(errs, fmt.Errorf("file sink commit: %w: %w", ErrCommitFailed, err))
 	}
 	err := errors.Join(errs...)
@@ -176,10 +180,33 @@ func (s *File) Commit(ctx context.Context, cs []Committable) error {
 }
 
 // commitFile renames one pending file into place. It reports whether it
-// renamed; false with no error means it was committed before.
+// renamed; false with no error means it was committed before. It never
+// replaces a committed file: a pending file whose final name is taken means
+// checkpoint ids were reused (the checkpoint dir was reset while the output
+// stayed), and is refused with ErrCommitConflict rather than losing the
+// committed file's records.
 func (s *File) commitFile(final string) (bool, error) {
 	to := s.fs.PathJoin(s.cfg.Path, final)
 	from := s.fs.PathJoin(s.cfg.Path, pendingName(final))
+	if _, err := s.fs.Stat(to); err == nil {
+		if _, perr := s.fs.Stat(from); perr != nil {
+			return false, nil // committed before
+		}
+		// Both names: a crash in the middle of a rename on a filesystem
+		// that does not make renames atomic leaves the same file under
+		// both; anything else is a reused name.
+		same, err := sameContent(s.fs, from, to)
+		if err != nil {
+			return false, fmt.Errorf("%w: compare %s with %s: %w", ErrCommitFailed, from, to, err)
+		}
+		if !same {
+			return false, fmt.Errorf("%w: %s would replace the committed %s (was checkpoint.dir reset while sink.path was kept?)", ErrCommitConflict, from, to)
+		}
+		if err := s.fs.Remove(from); err != nil {
+			return false, fmt.Errorf("%w: remove %s: %w", ErrCommitFailed, from, err)
+		}
+		return false, nil
+	}
 	err := s.fs.Rename(from, to)
 	if err == nil {
 		return true, nil
@@ -228,7 +255,7 @@ func (s *File) Recover(ctx context.Context, restored []Committable) error {
 		}
 		removed++
 	}
-	if err := syncDir(s.fs, s.cfg.Path); err != nil {
+	if err := fsutil.SyncDir(s.fs, s.cfg.Path); err != nil {
 		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -249,24 +276,34 @@ func syncAncestors(fs vfs.FS, dir string) error {
 		if parent == dir {
 			return nil
 		}
-		if err := syncDir(fs, parent); err != nil {
+		if err := fsutil.SyncDir(fs, parent); err != nil {
 			return err
 		}
 		dir = parent
 	}
 }
 
-func syncDir(fs vfs.FS, dir string) error {
-	d, err := fs.OpenDir(dir)
+// sameContent reports whether two files hold the same bytes.
+func sameContent(fs vfs.FS, a, b string) (bool, error) {
+	fa, err := fs.Open(a)
 	if err != nil {
-		return fmt.Errorf("open dir %s: %w", dir, err)
+		return false, err
 	}
-	if err := d.Sync(); err != nil {
-		_ = d.Close()
-		return fmt.Errorf("sync dir %s: %w", dir, err)
+	defer fa.Close()
+	fb, err := fs.Open(b)
+	if err != nil {
+		return false, err
 	}
-	if err := d.Close(); err != nil {
-		return fmt.Errorf("close dir %s: %w", dir, err)
+	defer fb.Close()
+	ra, rb := bufio.NewReader(fa), bufio.NewReader(fb)
+	for {
+		ca, ea := ra.ReadByte()
+		cb, eb := rb.ReadByte()
+		if ea != nil || eb != nil {
+			return errors.Is(ea, io.EOF) && errors.Is(eb, io.EOF), nil
+		}
+		if ca != cb {
+			return false, nil
+		}
 	}
-	return nil
 }

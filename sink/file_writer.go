@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/connector-dev/connector/checkpoint"
+	"github.com/connector-dev/connector/internal/fsutil"
 	"github.com/connector-dev/connector/record"
 	"github.com/rs/zerolog"
 )
@@ -161,7 +162,7 @@ func (w *fileWriter) stage(id checkpoint.ID) error {
 		}
 		p.final, p.state = final, partPending
 	}
-	return syncDir(fs, dir)
+	return fsutil.SyncDir(fs, dir)
 }
 
 // Committed forgets the committables of checkpoints up to id.

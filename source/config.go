@@ -15,6 +15,9 @@ const (
 	StartLatest   = "latest"
 )
 
+// DefaultBatchSize is the default Config.BatchSize.
+const DefaultBatchSize = 512
+
 // Config is the source's plain configuration. Zero fields take the defaults
 // of withDefaults.
 type Config struct {
@@ -27,7 +30,8 @@ type Config struct {
 	Readers int
 	// DiscoverInterval is how often new partitions are looked for. Default 10s.
 	DiscoverInterval time.Duration
-	// BatchSize caps the records handed to the emitter at once. Default 512.
+	// BatchSize caps the records handed to the emitter at once. Default
+	// DefaultBatchSize.
 	BatchSize int
 	// ClientOpts are extra franz-go options (TLS, SASL, client id).
 	ClientOpts []kgo.Opt
@@ -44,7 +48,7 @@ func (c Config) withDefaults() Config {
 		c.DiscoverInterval = 10 * time.Second
 	}
 	if c.BatchSize <= 0 {
-		c.BatchSize = 512
+		c.BatchSize = DefaultBatchSize
 	}
 	return c
 }

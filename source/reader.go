@@ -88,7 +88,14 @@ func (r *Reader) request(c control) {
 	}
 }
 
-func (r *Reader) add(o Offsets) { r.control <- control{kind: ctlAdd, add: o} }
+func (r *Reader) add(ctx context.Context, o Offsets) error {
+	select {
+	case r.control <- control{kind: ctlAdd, add: o}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
 
 // Run reads until ctx is done or an error occurs, emitting records and, when
 // triggered, barriers to em. It returns ctx's error on a normal stop.

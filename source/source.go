@@ -35,7 +35,9 @@ type Source struct {
 
 // Open connects, resolves the start of every partition of the configured
 // topics and builds the readers. restored holds the offsets of the checkpoint
-// the job restores from (nil with none). It retries unreachable brokers with
+// the job restores from, nil when there is none; a partition the checkpoint
+// does not know (added after it was taken) starts at its log start, as one
+// found by Discover does, so none of its records is skipped. It retries unreachable brokers with
 // exponential backoff, logging each failure, until ctx is done.
 func Open(ctx context.Context, cfg Config, restored Offsets, log zerolog.Logger) (*Source, error) {
 	cfg = cfg.withDefaults()
@@ -93,10 +95,11 @@ func (s *Source) owned(i int, all Offsets) Offsets {
 }
 
 // resolve lists every partition of the configured topics and picks its start:
-// the restored offset, else the group's committed offset, else the start or
-// end of the partition per StartOffset.
+// the restored offset, else the group's committed offset, else (restoring a
+// checkpoint) the log start, else the start or end of the partition per
+// StartOffset.
 func (s *Source) resolve(ctx context.Context, restored Offsets) (Offsets, error) {
-	starts, err := s.listEdges(ctx, s.cfg.StartOffset == StartLatest)
+	starts, err := s.listEdges(ctx, restored == nil && s.cfg.StartOffset == StartLatest)
 	if err != nil {
 		return nil, err
 	}
@@ -172,7 +175,9 @@ func (s *Source) Discover(ctx context.Context) error {
 	for i, r := range s.readers {
 		if mine := s.owned(i, added); mine.Len() > 0 {
 			s.log.Info().Int("reader", i).Str("partitions", mine.String()).Msg("new partitions discovered")
-			r.add(mine)
+			if err := r.add(ctx, mine); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

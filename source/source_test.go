@@ -308,3 +308,25 @@ func TestOffsetsEncodeRoundTrip(t *testing.T) {
 func testLog(t *testing.T) zerolog.Logger {
 	return zerolog.New(zerolog.NewTestWriter(t))
 }
+
+// TestPartitionMissingFromTheRestoredCheckpointStartsAtLogStart: a partition
+// added after the checkpoint was taken is read from its first record when
+// the job restores, even with start_offset latest, so the records it got
+// before a crash are not skipped.
+func TestPartitionMissingFromTheRestoredCheckpointStartsAtLogStart(t *testing.T) {
+	b := kafkatest.Cluster(t)
+	topic := kafkatest.Topic(t, b, 2)
+	produce(t, b, topic, 2, 20)
+	cfg := testConfig(b, topic)
+	cfg.StartOffset = StartLatest
+	restored := Offsets{}
+	restored.Set(topic, 0, 4)
+	s, err := Open(context.Background(), cfg, restored, testLog(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if got, want := s.Readers()[0].positions.String(), fmt.Sprintf("%s/0=4 %s/1=0", topic, topic); got != want {
+		t.Fatalf("starts %s, want %s", got, want)
+	}
+}

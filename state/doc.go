@@ -19,7 +19,7 @@
 // # On-disk layout
 //
 //	<state.dir>/work/worker-2                   working copy, wiped by Open
-//	<state.dir>/checkpoints/<id>/worker-2       one Snapshot, never modified again
+//	<state.dir>/chk-<id>/worker-2              one Snapshot, never modified again
 //
 // The names are the runtime's choice; the package only needs both to be on
 // the same filesystem, so that immutable files (.sst) are hard-linked rather

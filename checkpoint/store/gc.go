@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/connector-dev/connector/checkpoint"
+	"github.com/connector-dev/connector/internal/fsutil"
 )
 
 // collect applies retention and deletes unreferenced state files (steps 5-7
@@ -72,7 +73,7 @@ func (s *Store) collectErr() error {
 			return fmt.Errorf("remove %s: %w", name, err)
 		}
 	}
-	if err := syncDir(s.fs, s.dir); err != nil {
+	if err := fsutil.SyncDir(s.fs, s.dir); err != nil {
 		return err
 	}
 	s.log.Debug().Int("checkpoints_dropped", len(dropped)).Int("state_files_deleted", len(unreferenced)).
@@ -92,7 +93,7 @@ func (s *Store) removeStateFiles(names []string) error {
 		dirs[s.fs.PathDir(p)] = struct{}{}
 	}
 	for _, d := range slices.Sorted(maps.Keys(dirs)) {
-		if err := syncDir(s.fs, d); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := fsutil.SyncDir(s.fs, d); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
 		}
 	}

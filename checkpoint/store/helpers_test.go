@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/connector-dev/connector/checkpoint"
+	"github.com/connector-dev/connector/internal/fsutil"
 )
 
 const (
@@ -26,7 +27,7 @@ func newMem(t *testing.T) *vfs.MemFS {
 	mem := vfs.NewCrashableMem()
 	must(t, mem.MkdirAll(testDir, 0o755))
 	must(t, mem.MkdirAll(testState, 0o755))
-	must(t, syncDir(mem, "/"))
+	must(t, fsutil.SyncDir(mem, "/"))
 	return mem
 }
 
@@ -43,8 +44,8 @@ func writeState(t *testing.T, fs vfs.FS, names ...string) {
 		must(t, err)
 		must(t, f.Sync())
 		must(t, f.Close())
-		must(t, syncDir(fs, dir))
-		must(t, syncDir(fs, fs.PathDir(dir)))
+		must(t, fsutil.SyncDir(fs, dir))
+		must(t, fsutil.SyncDir(fs, fs.PathDir(dir)))
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/connector-dev/connector/checkpoint"
+	"github.com/connector-dev/connector/internal/fsutil"
 )
 
 // Save persists md as a completed checkpoint, following the write protocol
@@ -70,7 +71,7 @@ func (s *Store) write(id checkpoint.ID, buf []byte) error {
 		s.removeBestEffort(tmp)
 		return fmt.Errorf("rename %s to %s: %w", tmp, final, err)
 	}
-	if err := syncDir(s.fs, s.dir); err != nil {
+	if err := fsutil.SyncDir(s.fs, s.dir); err != nil {
 		// The rename may or may not survive a crash; withdraw it so that a
 		// running process never sees a checkpoint it was told failed.
 		s.removeBestEffort(final)

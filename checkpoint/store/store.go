@@ -9,6 +9,8 @@ import (
 	"sync"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/connector-dev/connector/internal/fsutil"
 	"github.com/rs/zerolog"
 
 	"github.com/connector-dev/connector/checkpoint"
@@ -54,7 +56,7 @@ func Open(fs vfs.FS, dir, stateRoot string, retained int, logger zerolog.Logger)
 		return nil, fmt.Errorf("open checkpoint store: create %s: %w", dir, err)
 	}
 	// Make dir's own entry durable in case MkdirAll just created it.
-	if err := syncDir(fs, fs.PathDir(dir)); err != nil {
+	if err := fsutil.SyncDir(fs, fs.PathDir(dir)); err != nil {
 		return nil, fmt.Errorf("open checkpoint store: %w", err)
 	}
 	lock, err := fs.Lock(fs.PathJoin(dir, lockName))
@@ -93,7 +95,7 @@ func (s *Store) removeTemps() error {
 		removed = true
 	}
 	if removed {
-		return syncDir(s.fs, s.dir)
+		return fsutil.SyncDir(s.fs, s.dir)
 	}
 	return nil
 }
@@ -240,20 +242,4 @@ func readFile(fs vfs.FS, name string) ([]byte, error) {
 		return nil, fmt.Errorf("read %s: %w", name, err)
 	}
 	return buf, nil
-}
-
-// syncDir makes the entries of directory dir durable.
-func syncDir(fs vfs.FS, dir string) error {
-	d, err := fs.OpenDir(dir)
-	if err != nil {
-		return fmt.Errorf("open dir %s: %w", dir, err)
-	}
-	if err := d.Sync(); err != nil {
-		_ = d.Close()
-		return fmt.Errorf("sync dir %s: %w", dir, err)
-	}
-	if err := d.Close(); err != nil {
-		return fmt.Errorf("close dir %s: %w", dir, err)
-	}
-	return nil
 }

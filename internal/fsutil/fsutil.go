@@ -1,0 +1,26 @@
+// Package fsutil holds the small filesystem steps that crash safety is made
+// of, shared by the checkpoint store and the file sink. It owns no policy.
+package fsutil
+
+import (
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// SyncDir fsyncs a directory, making the names created, renamed or removed
+// in it durable.
+func SyncDir(fs vfs.FS, dir string) error {
+	d, err := fs.OpenDir(dir)
+	if err != nil {
+		return fmt.Errorf("open dir %s: %w", dir, err)
+	}
+	if err := d.Sync(); err != nil {
+		_ = d.Close()
+		return fmt.Errorf("sync dir %s: %w", dir, err)
+	}
+	if err := d.Close(); err != nil {
+		return fmt.Errorf("close dir %s: %w", dir, err)
+	}
+	return nil
+}
