@@ -78,7 +78,7 @@ type TaskFailed struct {
 // or completion.
 type TriggerNow struct{}
 
-func (TriggerNow) isEvent()             {}
+func (TriggerNow) isEvent()            {}
 func (Tick) isEvent()                  {}
 func (Ack) isEvent()                   {}
 func (Decline) isEvent()               {}
