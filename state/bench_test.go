@@ -121,3 +121,43 @@ func benchSnapshot(b *testing.B, n int, wal bool) {
 	b.ReportMetric(float64(shared)/float64(b.N), "shared/snapshot")
 	b.ReportMetric(float64(files)/float64(b.N), "files/snapshot")
 }
+
+// BenchmarkDedupLookup is dedup's access pattern on a store already holding
+// 1M keys spread over the key space: a point lookup of a key not seen yet,
+// then its Set.
+func BenchmarkDedupLookup(b *testing.B) {
+	s, err := Open(Config{Dir: b.TempDir()}, zerolog.Nop())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	key := make([]byte, 16)
+	val := make([]byte, 9)
+	for i := range 1_000_000 {
+		binary.BigEndian.PutUint64(key, spread(uint64(i)))
+		if err := s.Set(key, val); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := s.db.Flush(); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		binary.BigEndian.PutUint64(key, spread(uint64(2_000_000+i)))
+		if _, _, err := s.Get(key); err != nil {
+			b.Fatal(err)
+		}
+		if err := s.Set(key, val); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// spread scatters consecutive integers over the uint64 space (a bijection).
+func spread(x uint64) uint64 {
+	x ^= x >> 31
+	x *= 0x7fb5d329728ea185
+	x ^= x >> 27
+	return x * 0x81dadef4bc2dd44d
+}

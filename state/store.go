@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/rs/zerolog"
 )
@@ -27,6 +28,10 @@ type Config struct {
 	// nil means vfs.Default.
 	FS vfs.FS
 }
+
+// cacheSize is each Store's block cache: enough for the index, filter and
+// hot data blocks of a few million small keys.
+const cacheSize = 64 << 20
 
 // Store is one worker's keyed state, backed by a Pebble database in
 // Config.Dir.
@@ -76,10 +81,19 @@ func open(cfg Config, log zerolog.Logger, wal bool) (*Store, error) {
 			return nil, fmt.Errorf("restore %s into %s: %w", cfg.RestoreFrom, cfg.Dir, err)
 		}
 	}
+	cache := pebble.NewCache(cacheSize)
+	defer cache.Unref() // the DB holds its own reference
 	opts := &pebble.Options{
 		FS:         cfg.FS,
 		Logger:     pebbleLogger{log},
 		DisableWAL: !wal,
+		Cache:      cache,
+	}
+	// Keyed state is read by point lookups, most of them for keys not there
+	// yet (dedup's first sighting of an id): a bloom filter answers those
+	// without reading and decompressing a block.
+	for i := range opts.Levels {
+		opts.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
 	}
 	db, err := pebble.Open(cfg.Dir, opts)
 	if err != nil {
