@@ -28,6 +28,9 @@ type part struct {
 	f      vfs.File // nil before the first write and once synced
 	buf    []byte
 	off    int64
+	// written is how far background write-back was last started (SyncTo),
+	// so the fsync at pre-commit finds little dirty data left.
+	written int64
 }
 
 func (p *part) size() int64 { return p.off + int64(len(p.buf)) }
@@ -53,7 +56,28 @@ func (p *part) flush(fs vfs.FS, dir string) error {
 	if cap(p.buf) > 4*fileBufferSize {
 		p.buf = nil // give back memory grown while the disk failed
 	}
+	p.startWriteBack()
 	return nil
+}
+
+// writeBackEvery is how much a part grows between two starts of background
+// write-back.
+const writeBackEvery = 4 << 20
+
+// startWriteBack asks the OS to start writing the part's data to disk
+// (sync_file_range on Linux; it waits for the previous range first, which
+// paces the writer to the disk), keeping the last MiB dirty because it may
+// still be rewritten by the page cache. It guarantees nothing: durability
+// comes from the fsync in finish, which then has little left to do, so a
+// checkpoint's pre-commit stays short. An error here is left to that fsync.
+func (p *part) startWriteBack() {
+	to := p.off - 1<<20
+	if to-p.written < writeBackEvery {
+		return
+	}
+	if _, err := p.f.SyncTo(to); err == nil {
+		p.written = to
+	}
 }
 
 // finish writes what is buffered, fsyncs and closes the file. On error the
