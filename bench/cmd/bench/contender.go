@@ -1,0 +1,676 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// spec is one run of one contender.
+type spec struct {
+	section     string
+	name        string // raw | connector-eo | ... | flink
+	label       string
+	kind        string // raw | connector | flink
+	topic       topic
+	parallelism int
+	mode        string // exactly_once | at_least_once (connector)
+	interval    time.Duration
+	dedupKey    string // connector: a dedup transform on this field
+	keys        int64  // distinct dedup keys
+}
+
+// result is what one run measured.
+type result struct {
+	Section     string `json:"section"`
+	Name        string `json:"name"`
+	Label       string `json:"label"`
+	Kind        string `json:"kind"`
+	Topic       topic  `json:"topic"`
+	Parallelism int    `json:"parallelism"`
+	DedupKeys   int64  `json:"dedup_keys,omitempty"`
+
+	// Startup is from the process's start to its first output byte (raw:
+	// to its first record); Drain from then until every record is
+	// committed (visible) in the output (raw: read).
+	Startup     float64 `json:"startup_s"`
+	Drain       float64 `json:"drain_s"`
+	RecordsPerS float64 `json:"records_per_s"`
+	MBPerS      float64 `json:"mb_per_s"` // value bytes (1e6) per second
+	// CPU is the contender's CPU time (user+system) during Drain; CPUTotal
+	// also counts its start-up.
+	CPU       float64 `json:"cpu_s"`
+	CPUTotal  float64 `json:"cpu_total_s"`
+	CPUPerM   float64 `json:"cpu_s_per_million"`
+	RecPerCPU float64 `json:"records_per_cpu_s"`
+	PeakRSSMB float64 `json:"peak_rss_mib"`
+	// BrokerCPU and OtherCPU are the broker's CPU time during Drain and
+	// the rest of the machine's (other processes), to tell a disturbed run.
+	BrokerCPU float64 `json:"broker_cpu_s"`
+	OtherCPU  float64 `json:"other_cpu_s"`
+
+	Checkpoints  int     `json:"checkpoints,omitempty"` // completed during Drain
+	CkptP50      float64 `json:"ckpt_p50_ms,omitempty"`
+	CkptP99      float64 `json:"ckpt_p99_ms,omitempty"`
+	CkptMax      float64 `json:"ckpt_max_ms,omitempty"`
+	StateBytesMB float64 `json:"state_mib,omitempty"`     // last checkpoint's state size
+	FinalCkpt    float64 `json:"final_ckpt_ms,omitempty"` // connector-off: the final checkpoint of SIGTERM
+
+	// Written is from the first output byte until the connector's
+	// connector_records_out_total reached the record count: every record
+	// written to a part file, not yet committed.
+	Written     float64 `json:"written_s,omitempty"`
+	WrittenPerS float64 `json:"written_records_per_s,omitempty"`
+
+	Recovery      float64 `json:"recovery_s,omitempty"` // restart after SIGKILL -> first record committed
+	KilledAtBytes int64   `json:"killed_at_bytes,omitempty"`
+
+	Attempts int `json:"attempts,omitempty"` // runs made (see steadyDrain)
+	// Runs is how many runs the reported (median) one was chosen from;
+	// RangeMin and RangeMax the range of records/s (recovery: seconds).
+	Runs     int                `json:"runs,omitempty"`
+	RangeMin float64            `json:"range_min,omitempty"`
+	RangeMax float64            `json:"range_max,omitempty"`
+	Note     string             `json:"note,omitempty"`
+	Verified string             `json:"verified"` // "exactly once" or what is wrong
+	Check    *verification      `json:"check,omitempty"`
+	Metrics  map[string]float64 `json:"metrics,omitempty"` // the connector's /metrics at drain end
+	Dir      string             `json:"dir"`
+	Err      string             `json:"error,omitempty"`
+}
+
+func (r *result) summary() string {
+	s := fmt.Sprintf("%.0f records/s, %.1f MB/s, %.2f CPU s/M, %.0f MiB peak, start-up %.2fs, drain %.2fs",
+		r.RecordsPerS, r.MBPerS, r.CPUPerM, r.PeakRSSMB, r.Startup, r.Drain)
+	if r.Checkpoints > 0 {
+		s += fmt.Sprintf(", %d checkpoints p50 %.0f ms p99 %.0f ms", r.Checkpoints, r.CkptP50, r.CkptP99)
+	}
+	if r.Recovery > 0 {
+		s += fmt.Sprintf(", recovery %.2fs", r.Recovery)
+	}
+	return s + fmt.Sprintf(" [broker %.1f, other %.1f CPU s] %s", r.BrokerCPU, r.OtherCPU, r.Verified)
+}
+
+// otherCores is how many cores other processes used on average during the
+// drain.
+func (r *result) otherCores() float64 {
+	if r.Drain <= 0 {
+		return 0
+	}
+	return r.OtherCPU / r.Drain
+}
+
+func newResult(s spec, dir string) *result {
+	return &result{Section: s.section, Name: s.name, Label: s.label, Kind: s.kind, Topic: s.topic,
+		Parallelism: s.parallelism, DedupKeys: s.keys, Dir: dir}
+}
+
+// runDir makes a fresh directory for one run.
+func (b *bench) runDir(s spec) (string, error) {
+	name := fmt.Sprintf("%s-%s-p%d-%s", s.name, s.topic.Name, s.parallelism, time.Now().Format("150405.000"))
+	dir := filepath.Join(b.o.work, strings.ReplaceAll(name, " ", "_"))
+	if err := os.RemoveAll(dir); err != nil {
+		return "", err
+	}
+	return dir, os.MkdirAll(filepath.Join(dir, "out"), 0o755)
+}
+
+func (b *bench) timeout(t topic) time.Duration {
+	return 60*time.Second + time.Duration(float64(b.o.timeoutPerMrec)*float64(t.Records)/1e6)
+}
+
+// launch starts the contender of s in dir; restore restarts it from its
+// last checkpoint (after a kill).
+func (b *bench) launch(s spec, dir string, restore bool, logName string) (*proc, string, error) {
+	logPath := filepath.Join(dir, logName)
+	switch s.kind {
+	case "raw":
+		p, err := start(s.name, logPath, nil, filepath.Join(b.o.bin, "raw"), "--brokers", b.o.brokers,
+			"--topic", s.topic.Name, "--records", strconv.FormatInt(s.topic.Records, 10),
+			"--clients", strconv.Itoa(s.parallelism))
+		return p, "", err
+	case "connector":
+		addr, err := freeAddr()
+		if err != nil {
+			return nil, "", err
+		}
+		cfg := filepath.Join(dir, "config.yaml")
+		if !restore {
+			if err := os.WriteFile(cfg, []byte(connectorConfig(s, dir, addr)), 0o644); err != nil {
+				return nil, "", err
+			}
+		} else if err := rewriteAddr(cfg, addr); err != nil {
+			return nil, "", err
+		}
+		p, err := start(s.name, logPath, nil, filepath.Join(b.o.bin, "connector"), "run", "--config", cfg)
+		return p, addr, err
+	case "flink":
+		if b.o.flinkCP == "" {
+			return nil, "", fmt.Errorf("no --flink-classpath")
+		}
+		args := []string{b.o.java, "-Xmx" + b.o.flinkHeap, "-Dbench.log=" + logPath + ".flink",
+			"-cp", b.o.flinkCP, "dev.connector.bench.KafkaToFiles",
+			"--brokers", b.o.brokers, "--topic", s.topic.Name, "--out", filepath.Join(dir, "out"),
+			"--checkpoints", filepath.Join(dir, "checkpoints"), "--parallelism", strconv.Itoa(s.parallelism),
+			"--interval-ms", strconv.FormatInt(s.interval.Milliseconds(), 10),
+			"--group", "bench-flink-" + filepath.Base(dir)}
+		if restore {
+			args = append(args, "--restore")
+		}
+		p, err := start(s.name, logPath, nil, args...)
+		return p, "", err
+	}
+	return nil, "", fmt.Errorf("unknown kind %q", s.kind)
+}
+
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+func connectorConfig(s spec, dir, addr string) string {
+	transforms := "[]"
+	if s.dedupKey != "" {
+		// Records sharing a key are >= 100,000 ms apart (bench/cmd/load):
+		// with this TTL every record is kept and its key rewritten.
+		transforms = fmt.Sprintf("[{type: dedup, key: %s, ttl: 10s}]", s.dedupKey)
+	}
+	name := "bench-" + strings.ReplaceAll(filepath.Base(dir), ".", "-")
+	return fmt.Sprintf(`# written by bench/cmd/bench for %q
+name: %s
+kafka:
+  brokers: [%q]
+source:
+  topics: [%q]
+  group: %s
+  start_offset: earliest
+checkpoint:
+  interval: %s
+  timeout: 60s
+  min_pause: 0s
+  max_concurrent: 1
+  retained: 3
+  mode: %s
+  dir: %s
+state:
+  dir: %s
+pipeline:
+  parallelism: %d
+  transforms: %s
+sink:
+  type: file
+  path: %s
+  format: jsonl
+http:
+  addr: %s
+`, s.label, name, "${KAFKA_BROKERS}", s.topic.Name, name, s.interval, s.mode,
+		filepath.Join(dir, "data", "checkpoints"), filepath.Join(dir, "data", "state"),
+		s.parallelism, transforms, filepath.Join(dir, "out"), addr)
+}
+
+var addrLine = regexp.MustCompile(`(?m)^  addr: .*$`)
+
+func rewriteAddr(cfg, addr string) error {
+	b, err := os.ReadFile(cfg)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(cfg, addrLine.ReplaceAll(b, []byte("  addr: "+addr)), 0o644)
+}
+
+// scrape reads the connector's /metrics: sample name (with labels) -> value.
+func scrape(addr string) (map[string]float64, error) {
+	c := http.Client{Timeout: 2 * time.Second}
+	resp, err := c.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	m := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		if i < 0 {
+			continue
+		}
+		if v, err := strconv.ParseFloat(line[i+1:], 64); err == nil {
+			m[line[:i]] = v
+		}
+	}
+	return m, sc.Err()
+}
+
+// outputBytes returns the visible and the total (with hidden) bytes in out.
+func outputBytes(dir string) (visible, all int64) {
+	visible, _, _ = visibleBytes(dir)
+	_ = filepathWalkAll(dir, &all)
+	return visible, all
+}
+
+func filepathWalkAll(dir string, total *int64) error {
+	return filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if d.Type().IsRegular() {
+			if info, err := d.Info(); err == nil {
+				*total += info.Size()
+			}
+		}
+		return nil
+	})
+}
+
+// drain runs a contender from an empty output until the topic is drained.
+func (b *bench) drain(s spec) *result {
+	dir, err := b.runDir(s)
+	r := newResult(s, dir)
+	if err != nil {
+		r.Err = err.Error()
+		return r
+	}
+	b.waitQuiet()
+	b.log("%s / %s: starting (%s, parallelism %d)", s.section, s.label, s.topic.Name, s.parallelism)
+	busy0, broker0 := cpuBusy(), pidCPU(b.o.brokerPID)
+	p, addr, err := b.launch(s, dir, false, "contender.log")
+	if err != nil {
+		r.Err = err.Error()
+		return r
+	}
+	defer p.kill()
+	if s.kind == "raw" {
+		b.finishRaw(r, p, busy0, broker0, s)
+		return r
+	}
+
+	out := filepath.Join(dir, "out")
+	expected := s.topic.outputBytes()
+	deadline := time.Now().Add(b.timeout(s.topic))
+	off := s.kind == "connector" && s.interval >= time.Hour
+	var (
+		first, written, end    time.Time
+		cpuFirst, cpuWritten   usage
+		final                  usage
+		busyFirst, brokerFirst time.Duration
+		termSent               time.Time // connector-off: SIGTERM sent once every record was written
+	)
+	for {
+		if b.ctx.Err() != nil {
+			r.Err = "interrupted"
+			return r
+		}
+		if time.Now().After(deadline) {
+			v, _ := outputBytes(out)
+			r.Err = fmt.Sprintf("not drained after %s: %d of %d bytes visible", b.timeout(s.topic), v, expected)
+			return r
+		}
+		visible, all := outputBytes(out)
+		now := time.Now()
+		if first.IsZero() && all > 0 {
+			first = now
+			cpuFirst, _ = p.sample()
+			busyFirst, brokerFirst = cpuBusy(), pidCPU(b.o.brokerPID)
+		}
+		if visible >= expected {
+			end = now
+			final, _ = p.sample()
+			break
+		}
+		if s.kind == "connector" && written.IsZero() && p.alive() {
+			if m, err := scrape(addr); err == nil && int64(m["connector_records_out_total"]) >= s.topic.Records {
+				written = time.Now()
+				cpuWritten, _ = p.sample()
+				r.Metrics = m
+				if off {
+					// With checkpoints off only the final checkpoint that
+					// SIGTERM takes makes the output visible.
+					termSent = time.Now()
+					p.signal(syscall.SIGTERM)
+				}
+			}
+		}
+		if off && !termSent.IsZero() && (!p.alive() || time.Since(termSent) > 15*time.Second) {
+			// The final checkpoint did not commit the output: count the
+			// drain up to the moment every record was written.
+			b.log("%s: the final checkpoint after SIGTERM did not commit the output (%d of %d bytes visible); measuring up to the last record written", s.label, visible, expected)
+			r.Note = "drain measured to the last record written: the final checkpoint on SIGTERM did not commit the output"
+			end, final = written, cpuWritten
+			break
+		}
+		if !p.alive() && !off {
+			r.Err = fmt.Sprintf("exited (%v) with %d of %d bytes visible; see %s", p.err, visible, expected,
+				filepath.Join(dir, "contender.log"))
+			return r
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !written.IsZero() && !first.IsZero() {
+		r.Written = written.Sub(first).Seconds()
+		r.WrittenPerS = float64(s.topic.Records) / r.Written
+	}
+	if s.kind == "connector" && r.Metrics == nil {
+		if m, err := scrape(addr); err == nil {
+			r.Metrics = m
+		}
+	}
+	b.measure(r, p, s, first, end, cpuFirst, final, busy0, busyFirst, broker0, brokerFirst)
+	b.stopAndCheck(r, p, s, dir, end)
+	return r
+}
+
+// measure fills the throughput and CPU figures of a drained run.
+func (b *bench) measure(r *result, p *proc, s spec, first, end time.Time, cpuFirst, final usage,
+	busy0, busyFirst, broker0, brokerFirst time.Duration) {
+	if first.IsZero() {
+		first = end
+	}
+	r.Startup = first.Sub(p.started).Seconds()
+	r.Drain = end.Sub(first).Seconds()
+	n := float64(s.topic.Records)
+	if r.Drain > 0 {
+		r.RecordsPerS = n / r.Drain
+		r.MBPerS = n * float64(s.topic.Size) / 1e6 / r.Drain
+	}
+	cpu := final.CPU - cpuFirst.CPU
+	r.CPU, r.CPUTotal = cpu.Seconds(), final.CPU.Seconds()
+	r.CPUPerM = r.CPU / (n / 1e6)
+	if r.CPU > 0 {
+		r.RecPerCPU = n / r.CPU
+	}
+	r.PeakRSSMB = float64(final.PeakRSS) / (1 << 20)
+	busy, broker := cpuBusy(), pidCPU(b.o.brokerPID)
+	if busyFirst == 0 {
+		busyFirst, brokerFirst = busy0, broker0
+	}
+	if b.o.brokerPID > 0 {
+		r.BrokerCPU = (broker - brokerFirst).Seconds()
+	}
+	r.OtherCPU = max(0, (busy-busyFirst).Seconds()-r.CPU-r.BrokerCPU)
+}
+
+// stopAndCheck stops the contender, reads its checkpoints from its log and
+// verifies the output.
+func (b *bench) stopAndCheck(r *result, p *proc, s spec, dir string, end time.Time) {
+	grace := 60 * time.Second
+	if s.kind == "flink" {
+		grace = 20 * time.Second
+	}
+	if r.Note != "" {
+		p.kill()
+	} else if !p.stop(grace) {
+		b.log("%s did not stop within %s after SIGTERM; killed", s.label, grace)
+	}
+	var cps []checkpointDone
+	switch s.kind {
+	case "connector":
+		cps = connectorCheckpoints(filepath.Join(dir, "contender.log"))
+	case "flink":
+		cps = flinkCheckpoints(filepath.Join(dir, "contender.log.flink"))
+	}
+	b.checkpointStats(r, cps, end)
+	if s.kind == "connector" && s.interval >= time.Hour && r.Checkpoints > 0 {
+		// checkpoints "off": the only one is the final checkpoint of SIGTERM
+		r.FinalCkpt = r.CkptMax
+		r.Checkpoints, r.CkptP50, r.CkptP99, r.CkptMax = 0, 0, 0, 0
+	}
+	b.verify(r, s, dir)
+}
+
+func (b *bench) checkpointStats(r *result, cps []checkpointDone, end time.Time) {
+	var ds []float64
+	for _, c := range cps {
+		if !c.at.After(end) {
+			ds = append(ds, c.ms)
+			if c.stateBytes > 0 {
+				r.StateBytesMB = float64(c.stateBytes) / (1 << 20)
+			}
+		}
+	}
+	r.Checkpoints = len(ds)
+	if len(ds) > 0 {
+		slices.Sort(ds)
+		r.CkptP50, r.CkptP99, r.CkptMax = percentile(ds, 50), percentile(ds, 99), ds[len(ds)-1]
+	}
+}
+
+func (b *bench) verify(r *result, s spec, dir string) {
+	v, err := verify(filepath.Join(dir, "out"), s.topic.Records)
+	if err != nil {
+		r.Verified = "verification failed: " + err.Error()
+		return
+	}
+	r.Check = &v
+	if v.Lines == 0 && r.Note != "" {
+		r.Verified = "written, never committed"
+	} else if v.ExactlyOnce(s.topic.Records) {
+		r.Verified = "exactly once"
+	} else {
+		r.Verified = v.String()
+	}
+	if !b.o.keep {
+		_ = os.RemoveAll(filepath.Join(dir, "out"))
+		_ = os.RemoveAll(filepath.Join(dir, "data"))
+		_ = os.RemoveAll(filepath.Join(dir, "checkpoints"))
+	}
+}
+
+// percentile of sorted values, nearest rank.
+func percentile(sorted []float64, p float64) float64 {
+	if len(sorted) == 0 {
+		return math.NaN()
+	}
+	k := int(math.Ceil(p/100*float64(len(sorted)))) - 1
+	return sorted[max(0, min(k, len(sorted)-1))]
+}
+
+func (b *bench) finishRaw(r *result, p *proc, busy0, broker0 time.Duration, s spec) {
+	if !p.wait(b.timeout(s.topic)) {
+		r.Err = "raw did not finish in time"
+		return
+	}
+	if p.err != nil {
+		r.Err = fmt.Sprintf("raw: %v; see %s", p.err, r.Dir)
+		return
+	}
+	var out struct {
+		Records int64   `json:"records"`
+		Bytes   int64   `json:"bytes"`
+		Seconds float64 `json:"seconds"`
+		First   float64 `json:"first_s"`
+	}
+	f, err := os.Open(filepath.Join(r.Dir, "contender.log"))
+	if err == nil {
+		data, _ := io.ReadAll(f)
+		f.Close()
+		lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+		err = json.Unmarshal([]byte(lines[len(lines)-1]), &out)
+	}
+	if err != nil {
+		r.Err = fmt.Sprintf("raw's result: %v", err)
+		return
+	}
+	u := p.rusage()
+	r.Startup = out.First
+	r.Drain = out.Seconds - out.First
+	n := float64(out.Records)
+	r.RecordsPerS = n / r.Drain
+	r.MBPerS = float64(out.Bytes) / 1e6 / r.Drain
+	r.CPU, r.CPUTotal = u.CPU.Seconds(), u.CPU.Seconds()
+	r.CPUPerM = r.CPU / (n / 1e6)
+	r.RecPerCPU = n / r.CPU
+	r.PeakRSSMB = float64(u.PeakRSS) / (1 << 20)
+	if b.o.brokerPID > 0 {
+		r.BrokerCPU = (pidCPU(b.o.brokerPID) - broker0).Seconds()
+	}
+	r.OtherCPU = max(0, (cpuBusy()-busy0).Seconds()-r.CPU-r.BrokerCPU)
+	r.Verified = fmt.Sprintf("read %d records", out.Records)
+}
+
+// recovery starts a contender, SIGKILLs it once 40% of the output is
+// committed, restarts it from its last checkpoint and measures the time
+// from the restart to the first newly committed record; then it lets the
+// run drain and checks that every record arrived exactly once.
+func (b *bench) recovery(s spec) *result {
+	dir, err := b.runDir(s)
+	r := newResult(s, dir)
+	if err != nil {
+		r.Err = err.Error()
+		return r
+	}
+	b.waitQuiet()
+	b.log("%s / %s: starting (%s, parallelism %d)", s.section, s.label, s.topic.Name, s.parallelism)
+	out := filepath.Join(dir, "out")
+	expected := s.topic.outputBytes()
+	p, _, err := b.launch(s, dir, false, "contender.log")
+	if err != nil {
+		r.Err = err.Error()
+		return r
+	}
+	deadline := time.Now().Add(b.timeout(s.topic))
+	// Kill between two commits, not during one: once 40% of the output is
+	// visible, wait until it has not changed for 300 ms.
+	var last int64
+	lastChange := time.Now()
+	for {
+		v, _ := outputBytes(out)
+		if v != last {
+			last, lastChange = v, time.Now()
+		}
+		if v >= expected*4/10 && time.Since(lastChange) >= 300*time.Millisecond {
+			break
+		}
+		if !p.alive() || time.Now().After(deadline) || b.ctx.Err() != nil {
+			p.kill()
+			r.Err = fmt.Sprintf("did not reach 40%% of the output (%d of %d bytes visible)", v, expected)
+			return r
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	p.kill() // SIGKILL, reaped
+	killedAt, _ := outputBytes(out)
+	r.KilledAtBytes = killedAt
+
+	p2, _, err := b.launch(s, dir, true, "contender-restart.log")
+	if err != nil {
+		r.Err = err.Error()
+		return r
+	}
+	defer p2.kill()
+	var recovered time.Time
+	for {
+		if b.ctx.Err() != nil {
+			r.Err = "interrupted"
+			return r
+		}
+		v, _ := outputBytes(out)
+		now := time.Now()
+		if recovered.IsZero() && v > killedAt {
+			recovered = now
+			r.Recovery = now.Sub(p2.started).Seconds()
+		}
+		if v >= expected {
+			break
+		}
+		if !p2.alive() {
+			r.Err = fmt.Sprintf("restarted contender exited (%v); see %s", p2.err, dir)
+			return r
+		}
+		if now.After(deadline) {
+			r.Err = fmt.Sprintf("not drained after the restart: %d of %d bytes visible", v, expected)
+			b.verify(r, s, dir)
+			return r
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	final, _ := p2.sample()
+	r.PeakRSSMB = float64(final.PeakRSS) / (1 << 20)
+	if !p2.stop(30 * time.Second) {
+		b.log("%s did not stop within 30s after SIGTERM; killed", s.label)
+	}
+	b.verify(r, s, dir)
+	return r
+}
+
+// checkpointDone is one completed checkpoint read from a log.
+type checkpointDone struct {
+	at         time.Time
+	ms         float64
+	stateBytes int64
+}
+
+// connectorCheckpoints reads the "checkpoint completed" lines (zerolog
+// JSON, duration in ms) of a connector's log.
+func connectorCheckpoints(path string) []checkpointDone {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	var out []checkpointDone
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Bytes()
+		if !strings.Contains(string(line), `"checkpoint completed"`) {
+			continue
+		}
+		var e struct {
+			Message    string  `json:"message"`
+			Duration   float64 `json:"duration"`
+			StateBytes int64   `json:"state_bytes"`
+			Time       string  `json:"time"`
+		}
+		if json.Unmarshal(line, &e) != nil || e.Message != "checkpoint completed" {
+			continue
+		}
+		at, _ := time.Parse(time.RFC3339Nano, e.Time)
+		out = append(out, checkpointDone{at: at, ms: e.Duration, stateBytes: e.StateBytes})
+	}
+	return out
+}
+
+// Flink's CheckpointCoordinator: "Completed checkpoint 5 for job <id>
+// (12345 bytes, checkpointDuration=123 ms, finalizationTime=0 ms)."
+var flinkCompleted = regexp.MustCompile(`^(\S+) .*Completed checkpoint \d+ for job \S+ \((\d+) bytes, checkpointDuration=(\d+) ms`)
+
+func flinkCheckpoints(path string) []checkpointDone {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	var out []checkpointDone
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		m := flinkCompleted.FindStringSubmatch(sc.Text())
+		if m == nil {
+			continue
+		}
+		at, _ := time.Parse("2006-01-02T15:04:05.000Z07:00", m[1])
+		bytes, _ := strconv.ParseInt(m[2], 10, 64)
+		ms, _ := strconv.ParseFloat(m[3], 64)
+		out = append(out, checkpointDone{at: at, ms: ms, stateBytes: bytes})
+	}
+	return out
+}

@@ -1,0 +1,470 @@
+// Command bench runs the benchmark of issue 5 and reports it: the connector
+// against a raw franz-go consumer (the ceiling of the source side) and
+// against Apache Flink, each draining the same Kafka topic from the
+// beginning into files on the same disk. bench/run builds everything and
+// calls it; see bench/README.md.
+//
+//	bench --brokers HOST:PORT --bin DIR --flink-classpath CP [--quick] [--only a,b] [--records N] ...
+//
+// It produces the load with DIR/load (reused when present), runs each
+// selected experiment in turn, prints a Markdown table on stdout and writes
+// results.json, results.md and results.png into --out.
+package main
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// experiments, in the order they run; --only takes these names.
+var experimentNames = []string{
+	"raw", "connector-eo", "connector-alo", "connector-off", "connector-dedup", "flink",
+	"recovery", "scaling-p", "scaling-state",
+}
+
+type options struct {
+	brokers        string
+	bin            string // holds load, raw, connector
+	java           string
+	flinkCP        string
+	flinkHeap      string
+	work           string // run directories (output files, logs); on the disk under test
+	out            string // results
+	records        int64  // records of the 100 B topic
+	largeRecords   int64  // records of the 1 KB topic
+	keysRecords    int64  // records of the topic for the 10M-key state run
+	parallelism    int
+	scalingP       []int
+	sizes          []int
+	only           map[string]bool
+	keep           bool
+	timeoutPerMrec time.Duration
+	brokerPID      int
+	quietWait      time.Duration
+	retries        int
+	repeat         int
+}
+
+func main() {
+	var o options
+	var only, sizes, scalingP string
+	quick := flag.Bool("quick", false, "small run for development: 500k records (1 KB topic 100k, state topic 1M)")
+	flag.StringVar(&o.brokers, "brokers", os.Getenv("KAFKA_BROKERS"), "Kafka `host:port` (default $KAFKA_BROKERS)")
+	flag.StringVar(&o.bin, "bin", ".cache/bench/bin", "`dir` holding the load, raw and connector binaries")
+	flag.StringVar(&o.java, "java", "java", "the `java` command (17+) for Flink")
+	flag.StringVar(&o.flinkCP, "flink-classpath", "", "class `path` of the Flink job (bench/flink jar and its dependencies)")
+	flag.StringVar(&o.flinkHeap, "flink-heap", "1g", "Flink JVM's -Xmx")
+	flag.StringVar(&o.work, "work", ".cache/bench/runs", "`dir` for the contenders' output files and logs")
+	flag.StringVar(&o.out, "out", ".cache/bench/results", "`dir` for results.json, results.md and results.png")
+	flag.Int64Var(&o.records, "records", 5_000_000, "records in the ~100 B topic")
+	flag.Int64Var(&o.largeRecords, "large-records", 1_000_000, "records in the ~1 KB topic")
+	flag.Int64Var(&o.keysRecords, "keys-records", 10_000_000, "records (and distinct keys) of the largest state-scaling run")
+	flag.IntVar(&o.parallelism, "parallelism", 2, "parallelism of the connector and Flink")
+	flag.StringVar(&scalingP, "scaling-parallelism", "1,2,4", "parallelisms of the scaling run")
+	flag.StringVar(&sizes, "sizes", "100,1000", "record sizes of the drain runs: 100 and/or 1000")
+	flag.StringVar(&only, "only", "", "comma-separated experiments to run (default all): "+strings.Join(experimentNames, ","))
+	flag.BoolVar(&o.keep, "keep", false, "keep each run's output files (deleted after verification otherwise)")
+	flag.DurationVar(&o.timeoutPerMrec, "timeout-per-million", 120*time.Second, "give up on a contender after this long per million records (plus 60s)")
+	flag.IntVar(&o.brokerPID, "broker-pid", 0, "pid of the Kafka broker, to report its CPU time (optional)")
+	flag.DurationVar(&o.quietWait, "quiet-wait", 3*time.Minute, "before each run, wait up to this long for the machine to be quiet (other processes using < 0.15 cores for 3s); 0: do not wait")
+	flag.IntVar(&o.retries, "retries", 2, "run a drain again, up to this many times, when other processes used more than 0.25 cores during it (the least disturbed run is kept)")
+	flag.IntVar(&o.repeat, "repeat", 3, "runs of every experiment; the median one is reported (by records/s, or by recovery time), with the range")
+	from := flag.String("from", "", "run nothing: report the results.json `file` of an earlier run again")
+	flag.Parse()
+
+	set := map[string]bool{}
+	flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if *quick {
+		if !set["records"] {
+			o.records = 500_000
+		}
+		if !set["large-records"] {
+			o.largeRecords = 100_000
+		}
+		if !set["keys-records"] {
+			o.keysRecords = 1_000_000
+		}
+		if !set["repeat"] {
+			o.repeat = 1
+		}
+	}
+	o.repeat = max(1, o.repeat)
+	if *from != "" {
+		b := &bench{o: o, began: time.Now()}
+		data, err := os.ReadFile(*from)
+		if err == nil {
+			err = json.Unmarshal(data, &b.results)
+		}
+		if err == nil {
+			err = os.MkdirAll(o.out, 0o755)
+		}
+		if err == nil {
+			err = b.report()
+		}
+		if err != nil {
+			fatal(err)
+		}
+		return
+	}
+	if o.brokers == "" {
+		fatal(errors.New("--brokers or KAFKA_BROKERS is required"))
+	}
+	o.only = map[string]bool{}
+	for n := range strings.SplitSeq(only, ",") {
+		if n = strings.TrimSpace(n); n == "" {
+			continue
+		}
+		if !slices.Contains(experimentNames, n) {
+			fatal(fmt.Errorf("--only: unknown experiment %q (want some of %s)", n, strings.Join(experimentNames, ",")))
+		}
+		o.only[n] = true
+	}
+	var err error
+	if o.sizes, err = ints(sizes); err != nil {
+		fatal(fmt.Errorf("--sizes: %w", err))
+	}
+	if o.scalingP, err = ints(scalingP); err != nil {
+		fatal(fmt.Errorf("--scaling-parallelism: %w", err))
+	}
+	for _, d := range []*string{&o.bin, &o.work, &o.out} {
+		if *d, err = filepath.Abs(*d); err != nil {
+			fatal(err)
+		}
+	}
+	if err := os.MkdirAll(o.work, 0o755); err != nil {
+		fatal(err)
+	}
+	if err := os.MkdirAll(o.out, 0o755); err != nil {
+		fatal(err)
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	b := &bench{o: o, ctx: ctx, began: time.Now()}
+	if err := b.run(); err != nil {
+		fatal(err)
+	}
+}
+
+func fatal(err error) {
+	fmt.Fprintf(os.Stderr, "bench: %v\n", err)
+	os.Exit(1)
+}
+
+func ints(s string) ([]int, error) {
+	var out []int
+	for f := range strings.SplitSeq(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("%q is not a positive number", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func (o *options) wants(name string) bool { return len(o.only) == 0 || o.only[name] }
+
+// topic is a topic of the load.
+type topic struct {
+	Name    string `json:"name"`
+	Records int64  `json:"records"`
+	Size    int    `json:"size"` // bytes per value; output lines are Size+1 bytes
+}
+
+func (t topic) outputBytes() int64 { return t.Records * int64(t.Size+1) }
+
+type bench struct {
+	o       options
+	ctx     context.Context
+	began   time.Time
+	results []*result
+}
+
+func (b *bench) log(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "bench %6.1fs: %s\n", time.Since(b.began).Seconds(), fmt.Sprintf(format, args...))
+}
+
+// load makes sure the topic of n records of size bytes exists (DIR/load).
+func (b *bench) load(n int64, size int) (topic, error) {
+	cmd := exec.CommandContext(b.ctx, filepath.Join(b.o.bin, "load"), "--brokers", b.o.brokers,
+		"--records", strconv.FormatInt(n, 10), "--size", strconv.Itoa(size))
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return topic{}, fmt.Errorf("load %d records of %d B: %w", n, size, err)
+	}
+	return topic{Name: strings.TrimSpace(string(out)), Records: n, Size: size}, nil
+}
+
+func (b *bench) run() error {
+	o := &b.o
+	drains := []string{"raw", "connector-eo", "connector-alo", "connector-off", "connector-dedup", "flink"}
+	needMain := o.wants("recovery") || o.wants("scaling-p") || o.wants("scaling-state")
+	needLarge := false
+	for _, n := range drains {
+		if o.wants(n) {
+			needMain = needMain || slices.Contains(o.sizes, 100)
+			needLarge = needLarge || slices.Contains(o.sizes, 1000)
+		}
+	}
+	var main, large, keys topic
+	var err error
+	if needMain {
+		if main, err = b.load(o.records, 100); err != nil {
+			return err
+		}
+	}
+	if needLarge {
+		if large, err = b.load(o.largeRecords, 1000); err != nil {
+			return err
+		}
+	}
+	if o.wants("scaling-state") {
+		if keys, err = b.load(o.keysRecords, 100); err != nil {
+			return err
+		}
+	}
+	b.log("load ready: %s %s %s", main.Name, large.Name, keys.Name)
+
+	P := o.parallelism
+	for _, size := range o.sizes {
+		t := main
+		if size == 1000 {
+			t = large
+		}
+		if t.Name == "" {
+			continue
+		}
+		section := fmt.Sprintf("drain %s x %s B", human(float64(t.Records)), strconv.Itoa(t.Size))
+		for _, name := range drains {
+			if !o.wants(name) {
+				continue
+			}
+			s := spec{section: section, name: name, topic: t, parallelism: P}
+			switch name {
+			case "raw":
+				s.kind, s.label = "raw", "raw franz-go (read, discard)"
+			case "connector-eo":
+				s.kind, s.label, s.mode, s.interval = "connector", "connector exactly-once 1s", "exactly_once", time.Second
+			case "connector-alo":
+				s.kind, s.label, s.mode, s.interval = "connector", "connector at-least-once 1s", "at_least_once", time.Second
+			case "connector-off":
+				s.kind, s.label, s.mode, s.interval = "connector", "connector checkpoints off (1h)", "exactly_once", time.Hour
+			case "connector-dedup":
+				key, distinct := "u", min(t.Records, 1_000_000)
+				s.kind, s.mode, s.interval, s.dedupKey = "connector", "exactly_once", time.Second, key
+				s.label = fmt.Sprintf("connector EO + dedup (%s keys)", human(float64(distinct)))
+				s.keys = distinct
+			case "flink":
+				s.kind, s.label, s.interval = "flink", "Flink 2.2 exactly-once 1s", time.Second
+			}
+			b.record(b.repeated(s, b.steadyDrain))
+		}
+	}
+
+	if o.wants("recovery") {
+		for _, kind := range []string{"connector", "flink"} {
+			s := spec{section: "recovery", name: kind + "-recovery", kind: kind, topic: main, parallelism: P,
+				mode: "exactly_once", interval: time.Second}
+			s.label = map[string]string{"connector": "connector exactly-once", "flink": "Flink 2.2 exactly-once"}[kind]
+			b.record(b.repeated(s, b.recovery))
+		}
+	}
+
+	if o.wants("scaling-p") {
+		for _, p := range o.scalingP {
+			if prev := b.find(fmt.Sprintf("drain %s x 100 B", human(float64(main.Records))), "connector-eo"); p == P && prev != nil && prev.Err == "" {
+				r := *prev
+				r.Section, r.Label = "scaling-p", fmt.Sprintf("connector EO, parallelism %d", p)
+				b.record(&r)
+				continue
+			}
+			s := spec{section: "scaling-p", name: "connector-eo", kind: "connector", topic: main, parallelism: p,
+				mode: "exactly_once", interval: time.Second, label: fmt.Sprintf("connector EO, parallelism %d", p)}
+			b.record(b.repeated(s, b.steadyDrain))
+		}
+	}
+
+	if o.wants("scaling-state") {
+		runs := []struct {
+			t    topic
+			key  string
+			keys int64
+		}{
+			{main, "h", min(main.Records, 100_000)},
+			{main, "u", min(main.Records, 1_000_000)},
+			{keys, "id", keys.Records},
+		}
+		for _, r := range runs {
+			label := fmt.Sprintf("dedup, %s keys", human(float64(r.keys)))
+			if r.key == "id" {
+				label = fmt.Sprintf("dedup, 0->%s keys", human(float64(r.keys)))
+			}
+			if prev := b.find(fmt.Sprintf("drain %s x 100 B", human(float64(main.Records))), "connector-dedup"); r.key == "u" && prev != nil && prev.Err == "" {
+				c := *prev
+				c.Section, c.Label = "scaling-state", label
+				b.record(&c)
+				continue
+			}
+			s := spec{section: "scaling-state", name: "connector-dedup-" + r.key, kind: "connector", topic: r.t,
+				parallelism: P, mode: "exactly_once", interval: time.Second, dedupKey: r.key, keys: r.keys, label: label}
+			b.record(b.repeated(s, b.steadyDrain))
+		}
+	}
+
+	return b.report()
+}
+
+// waitQuiet waits until the processes other than the broker use less than
+// 0.15 cores over 3 s, at most --quiet-wait: benchmarks on a shared machine
+// (tests running beside them) measure the neighbours too.
+func (b *bench) waitQuiet() {
+	if b.o.quietWait <= 0 {
+		return
+	}
+	const window = 3 * time.Second
+	began := time.Now()
+	for {
+		busy0, broker0 := cpuBusy(), pidCPU(b.o.brokerPID)
+		select {
+		case <-b.ctx.Done():
+			return
+		case <-time.After(window):
+		}
+		other := (cpuBusy() - busy0) - (pidCPU(b.o.brokerPID) - broker0)
+		cores := other.Seconds() / window.Seconds()
+		if cores < 0.15 {
+			if waited := time.Since(began); waited > window+time.Second {
+				b.log("machine quiet after %.0fs", waited.Seconds())
+			}
+			return
+		}
+		if time.Since(began) > b.o.quietWait {
+			b.log("machine still busy (%.2f cores used by other processes) after %s; running anyway", cores, b.o.quietWait)
+			return
+		}
+		if time.Since(began) < window+time.Second {
+			b.log("machine busy (%.2f cores used by other processes); waiting up to %s for it to be quiet", cores, b.o.quietWait)
+		}
+	}
+}
+
+// disturbed is how many cores other processes (not the contender, not the
+// broker) used on average during a drain above which it is run again.
+const disturbed = 0.25
+
+// steadyDrain runs a drain, and again (up to --retries times) while other
+// processes used more than 0.25 cores during it; it keeps the least
+// disturbed run.
+func (b *bench) steadyDrain(s spec) *result {
+	var best *result
+	for attempt := 1; ; attempt++ {
+		r := b.drain(s)
+		r.Attempts = attempt
+		if r.Err != "" {
+			if best != nil {
+				return best
+			}
+			return r
+		}
+		if best == nil || r.otherCores() < best.otherCores() {
+			best = r
+		}
+		if r.otherCores() <= disturbed || attempt > b.o.retries || b.ctx.Err() != nil {
+			best.Attempts = attempt
+			return best
+		}
+		b.log("%s / %s: disturbed (other processes used %.2f cores during the drain); running it again", s.section, s.label, r.otherCores())
+	}
+}
+
+// repeated runs an experiment --repeat times and returns the median run
+// (by records/s, or by recovery time for recovery runs), with the range of
+// that figure over the runs.
+func (b *bench) repeated(s spec, run func(spec) *result) *result {
+	var ok []*result
+	var failed *result
+	for i := range b.o.repeat {
+		if b.o.repeat > 1 {
+			b.log("%s / %s: run %d of %d", s.section, s.label, i+1, b.o.repeat)
+		}
+		r := run(s)
+		if r.Err != "" {
+			failed = r
+			continue
+		}
+		if b.o.repeat > 1 {
+			b.log("%s / %s: run %d: %s", s.section, s.label, i+1, r.summary())
+		}
+		ok = append(ok, r)
+		if b.ctx.Err() != nil {
+			break
+		}
+	}
+	if len(ok) == 0 {
+		return failed
+	}
+	key := func(r *result) float64 { return r.RecordsPerS }
+	if s.section == "recovery" {
+		key = func(r *result) float64 { return r.Recovery }
+	}
+	slices.SortFunc(ok, func(x, y *result) int { return cmp.Compare(key(x), key(y)) })
+	m := ok[(len(ok)-1)/2]
+	// The output check of every run counts, not only the median's.
+	var bad []string
+	for _, r := range ok {
+		if r.Check != nil && !r.Check.ExactlyOnce(r.Topic.Records) && r.Note == "" {
+			bad = append(bad, "a run: "+r.Verified)
+		}
+	}
+	if len(bad) > 0 {
+		m.Verified = strings.Join(bad, "; ")
+	} else if m.Check != nil && len(ok) > 1 {
+		m.Verified = fmt.Sprintf("exactly once (%d of %d runs)", len(ok), len(ok))
+	}
+	m.Runs = len(ok)
+	m.RangeMin, m.RangeMax = key(ok[0]), key(ok[len(ok)-1])
+	if failed != nil {
+		m.Note = strings.TrimSpace(m.Note + " one run failed: " + failed.Err)
+	}
+	return m
+}
+
+func (b *bench) find(section, name string) *result {
+	for _, r := range b.results {
+		if r.Section == section && r.Name == name {
+			return r
+		}
+	}
+	return nil
+}
+
+func (b *bench) record(r *result) {
+	if b.ctx.Err() != nil {
+		return // interrupted: what ran so far is reported
+	}
+	b.results = append(b.results, r)
+	if r.Err != "" {
+		b.log("%s / %s: FAILED: %s", r.Section, r.Label, r.Err)
+	} else {
+		b.log("%s / %s: %s", r.Section, r.Label, r.summary())
+	}
+	// Written after every run, so that an interrupted bench leaves what it measured.
+	if data, err := json.MarshalIndent(b.results, "", "  "); err == nil {
+		_ = os.WriteFile(filepath.Join(b.o.out, "results.json"), data, 0o644)
+	}
+}

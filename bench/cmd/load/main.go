@@ -1,0 +1,317 @@
+// Command load produces the benchmark's load: a topic of N fixed-size JSON
+// records, once. bench/run calls it before the contenders run; a topic that
+// already holds exactly the right records is reused.
+//
+//	load --brokers 127.0.0.1:39092 --records 5000000 --size 100 [--partitions 8]
+//	load --brokers 127.0.0.1:39092 --delete TOPIC,...   (tidy up)
+//
+// The topic is named bench-v<format>-<size>b-<records> (for example
+// bench-v2-100b-5000000), so its name says what it holds; it is reused when it has the right number
+// of partitions, starts at offset 0 and holds exactly N records, and is
+// deleted and produced again otherwise. The name is printed on stdout.
+//
+// Record i (0 <= i < N), every value exactly --size bytes:
+//
+//	value:     {"id":"r0000000042","u":"u0000042","h":"h00042","amount":1234.56,"status":"paid","p":"xyz..."}
+//	           id unique; u = i mod 1,000,000 and h = i mod 100,000 (dedup keys
+//	           with 1M and 100k distinct values); p pads to the size
+//	key:       "r0000000042" plus two digits chosen so that the connector's
+//	           key shuffle (FNV-1a of the key, mod parallelism) sends every
+//	           record with the same u and h to the same worker for
+//	           parallelism 1, 2 and 4: dedup state then holds each distinct
+//	           value once, whatever the parallelism. Keys stay unique.
+//	partition: i mod --partitions, so records sharing u (or h) are in one
+//	           partition, in order of i
+//	timestamp: now - N ms + i ms: records sharing u are 1,000,000 ms apart
+//	           (h: 100,000 ms), so a dedup with a TTL below that keeps every
+//	           record and rewrites its key: the output holds all N records.
+//
+// The value layout is fixed: bench/cmd/bench reads the id at byte 7 of every
+// output line to check that each record arrived exactly once.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+func main() {
+	brokers := flag.String("brokers", os.Getenv("KAFKA_BROKERS"), "Kafka `host:port` (default $KAFKA_BROKERS)")
+	records := flag.Int("records", 5_000_000, "number of `records`")
+	size := flag.Int("size", 100, "bytes per record value")
+	partitions := flag.Int("partitions", 8, "partitions of the topic (a multiple of 4 keeps dedup keys on one worker)")
+	del := flag.String("delete", "", "delete these comma-separated `topics` and exit")
+	flag.Parse()
+	if *brokers == "" {
+		fail(errors.New("--brokers or KAFKA_BROKERS is required"))
+	}
+	if *del != "" {
+		if err := deleteTopics(*brokers, strings.Split(*del, ",")); err != nil {
+			fail(err)
+		}
+		return
+	}
+	if *records <= 0 || *partitions <= 0 {
+		fail(errors.New("--records and --partitions must be positive"))
+	}
+	if v, err := Value(nil, 0, *size); err != nil {
+		fail(err)
+	} else if !json.Valid(v) {
+		fail(fmt.Errorf("record 0 is not valid JSON: %s", v))
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	topic := fmt.Sprintf("bench-v%d-%db-%d", format, *size, *records)
+	if err := run(ctx, *brokers, topic, *records, *size, int32(*partitions)); err != nil {
+		fail(err)
+	}
+	fmt.Println(topic)
+}
+
+func fail(err error) {
+	fmt.Fprintf(os.Stderr, "load: %v\n", err)
+	os.Exit(1)
+}
+
+func run(ctx context.Context, brokers, topic string, n, size int, partitions int32) error {
+	cl, err := kgo.NewClient(
+		kgo.SeedBrokers(brokers),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ProducerBatchCompression(kgo.NoCompression()),
+		kgo.ProducerBatchMaxBytes(1<<20),
+		kgo.ProducerLinger(50*time.Millisecond),
+		kgo.MaxBufferedRecords(1<<20),
+		kgo.RequiredAcks(kgo.LeaderAck()),
+		kgo.DisableIdempotentWrite(),
+	)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+
+	ok, why, err := holds(ctx, adm, topic, int64(n), partitions)
+	if err != nil {
+		return err
+	}
+	if ok {
+		fmt.Fprintf(os.Stderr, "load: reusing %s (%d records)\n", topic, n)
+		return nil
+	}
+	fmt.Fprintf(os.Stderr, "load: producing %s: %s\n", topic, why)
+	if err := recreate(ctx, adm, topic, partitions); err != nil {
+		return err
+	}
+	began := time.Now()
+	if err := produce(ctx, cl, topic, n, size, partitions); err != nil {
+		return err
+	}
+	took := time.Since(began)
+	fmt.Fprintf(os.Stderr, "load: produced %d records of %d B to %s in %.1fs (%.0f records/s)\n",
+		n, size, topic, took.Seconds(), float64(n)/took.Seconds())
+	if ok, why, err := holds(ctx, adm, topic, int64(n), partitions); err != nil || !ok {
+		return fmt.Errorf("after producing, %s is not as expected: %s %v", topic, why, err)
+	}
+	return nil
+}
+
+// holds reports whether topic exists with the given partitions, every one
+// starting at offset 0, and n records in all; why says what is wrong.
+func holds(ctx context.Context, adm *kadm.Client, topic string, n int64, partitions int32) (bool, string, error) {
+	details, err := adm.ListTopics(ctx, topic)
+	if err != nil {
+		return false, "", fmt.Errorf("list topics: %w", err)
+	}
+	d, found := details[topic]
+	if !found || errors.Is(d.Err, kerr.UnknownTopicOrPartition) {
+		return false, "the topic does not exist", nil
+	}
+	if d.Err != nil {
+		return false, "", fmt.Errorf("topic %s: %w", topic, d.Err)
+	}
+	if int32(len(d.Partitions)) != partitions {
+		return false, fmt.Sprintf("it has %d partitions, not %d", len(d.Partitions), partitions), nil
+	}
+	starts, err := adm.ListStartOffsets(ctx, topic)
+	if err != nil {
+		return false, "", fmt.Errorf("list start offsets: %w", err)
+	}
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		return false, "", fmt.Errorf("list end offsets: %w", err)
+	}
+	var total int64
+	var bad error
+	starts.Each(func(o kadm.ListedOffset) {
+		if o.Err != nil || o.Offset != 0 {
+			bad = fmt.Errorf("partition %d starts at %d (%v)", o.Partition, o.Offset, o.Err)
+		}
+	})
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Err != nil {
+			bad = fmt.Errorf("partition %d: %w", o.Partition, o.Err)
+		}
+		total += o.Offset
+	})
+	if bad != nil {
+		return false, bad.Error(), nil
+	}
+	if total != n {
+		return false, fmt.Sprintf("it holds %d records, not %d", total, n), nil
+	}
+	return true, "", nil
+}
+
+// recreate deletes topic if it exists and creates it anew, retrying while
+// the broker still finishes the deletion.
+func recreate(ctx context.Context, adm *kadm.Client, topic string, partitions int32) error {
+	if _, err := adm.DeleteTopic(ctx, topic); err != nil && !errors.Is(err, kerr.UnknownTopicOrPartition) {
+		return fmt.Errorf("delete %s: %w", topic, err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		_, err := adm.CreateTopic(ctx, partitions, 1, map[string]*string{"retention.ms": ptr("-1")}, topic)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, kerr.TopicAlreadyExists) || time.Now().After(deadline) {
+			return fmt.Errorf("create %s: %w", topic, err)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+func deleteTopics(brokers string, topics []string) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	res, err := kadm.NewClient(cl).DeleteTopics(context.Background(), topics...)
+	if err != nil {
+		return err
+	}
+	for _, r := range res.Sorted() {
+		if r.Err != nil && !errors.Is(r.Err, kerr.UnknownTopicOrPartition) {
+			return fmt.Errorf("delete %s: %w", r.Topic, r.Err)
+		}
+		fmt.Fprintf(os.Stderr, "load: deleted %s\n", r.Topic)
+	}
+	return nil
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func produce(ctx context.Context, cl *kgo.Client, topic string, n, size int, partitions int32) error {
+	base := time.Now().Add(-time.Duration(n) * time.Millisecond).Truncate(time.Millisecond)
+	var failed atomic.Pointer[error]
+	done := func(_ *kgo.Record, err error) {
+		if err != nil {
+			failed.CompareAndSwap(nil, &err)
+		}
+	}
+	for i := range n {
+		if e := failed.Load(); e != nil {
+			return fmt.Errorf("produce: %w", *e)
+		}
+		v, _ := Value(make([]byte, 0, size), i, size)
+		r := &kgo.Record{
+			Topic:     topic,
+			Partition: int32(i % int(partitions)),
+			Key:       Key(i),
+			Value:     v,
+			Timestamp: base.Add(time.Duration(i) * time.Millisecond),
+		}
+		cl.Produce(ctx, r, done)
+		if i%1_000_000 == 999_999 {
+			fmt.Fprintf(os.Stderr, "load: %s: %d records\n", topic, i+1)
+		}
+	}
+	if err := cl.Flush(ctx); err != nil {
+		return fmt.Errorf("flush: %w", err)
+	}
+	if e := failed.Load(); e != nil {
+		return fmt.Errorf("produce: %w", *e)
+	}
+	return nil
+}
+
+const (
+	// format is the version of the record layout, part of the topic name:
+	// change it with the layout so that no old topic is reused.
+	format = 2
+
+	uMod = 1_000_000
+	hMod = 100_000
+)
+
+// Value appends record i's value, exactly size bytes, to b.
+func Value(b []byte, i, size int) ([]byte, error) {
+	b = append(b, `{"id":"r`...)
+	b = appendDigits(b, i, 10)
+	b = append(b, `","u":"u`...)
+	b = appendDigits(b, i%uMod, 7)
+	b = append(b, `","h":"h`...)
+	b = appendDigits(b, i%hMod, 5)
+	b = append(b, `","amount":`...)
+	b = strconv.AppendInt(b, int64(1000+(i*7919)%9000), 10) // 4 digits, no leading zero
+	b = append(b, '.')
+	b = appendDigits(b, i%100, 2)
+	b = append(b, `,"status":"paid","p":"`...)
+	pad := size - len(b) - len(`"}`)
+	if pad < 0 {
+		return nil, fmt.Errorf("--size %d is too small: a record needs at least %d bytes", size, len(b)+2)
+	}
+	for j := range pad {
+		b = append(b, byte('a'+(i+j)%26))
+	}
+	return append(b, `"}`...), nil
+}
+
+func appendDigits(b []byte, v, width int) []byte {
+	s := strconv.Itoa(v)
+	for range width - len(s) {
+		b = append(b, '0')
+	}
+	return append(b, s...)
+}
+
+// Key is record i's key: "r" and i in 10 digits, then the first two digits
+// for which the connector's worker hash (pipeline.workerFor: FNV-1a, mod
+// parallelism) of the key is i mod 4, so that all records with the same u
+// and h (which share i mod 4) go to the same worker for parallelism 1, 2 and
+// 4. With another hash the keys are still unique; state is merely spread.
+func Key(i int) []byte {
+	k := appendDigits([]byte{'r'}, i, 10)
+	k = append(k, '0', '0')
+	for d := range 100 {
+		k[len(k)-2], k[len(k)-1] = byte('0'+d/10), byte('0'+d%10)
+		if fnv1a(k)%4 == uint64(i%4) {
+			break
+		}
+	}
+	return k
+}
+
+func fnv1a(b []byte) uint64 {
+	h := uint64(14695981039346656037)
+	for _, c := range b {
+		h ^= uint64(c)
+		h *= 1099511628211
+	}
+	return h
+}

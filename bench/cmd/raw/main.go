@@ -1,0 +1,141 @@
+// Command raw is the ceiling of the benchmark's source side: franz-go
+// consumers that read a topic from the beginning and discard every record,
+// until they have read --records records in all. No consumer group, no
+// processing, no output.
+//
+//	raw --brokers 127.0.0.1:39092 --topic bench-100b-5000000 --records 5000000 [--clients 2]
+//
+// Like the connector's source, it reads committed records only and splits
+// the partitions over --clients clients (partition p goes to client p mod
+// clients), one goroutine each. On exit it prints one JSON line on stdout:
+// {"records":N,"bytes":B,"first_s":F,"seconds":S}: F from the start to the
+// first record, S from the start to the last.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+func main() {
+	brokers := flag.String("brokers", os.Getenv("KAFKA_BROKERS"), "Kafka `host:port` (default $KAFKA_BROKERS)")
+	topic := flag.String("topic", "", "`topic` to read")
+	records := flag.Int64("records", 0, "stop after this many `records`")
+	clients := flag.Int("clients", 1, "parallel consumers, each owning a share of the partitions")
+	flag.Parse()
+	if *brokers == "" || *topic == "" || *records <= 0 || *clients <= 0 {
+		fmt.Fprintln(os.Stderr, "raw: --brokers, --topic and a positive --records are required")
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	res, err := run(ctx, *brokers, *topic, *records, *clients)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "raw: %v\n", err)
+		os.Exit(1)
+	}
+	_ = json.NewEncoder(os.Stdout).Encode(res)
+}
+
+type result struct {
+	Records int64   `json:"records"`
+	Bytes   int64   `json:"bytes"`
+	First   float64 `json:"first_s"`
+	Seconds float64 `json:"seconds"`
+}
+
+func run(ctx context.Context, brokers, topic string, want int64, clients int) (result, error) {
+	began := time.Now()
+	admin, err := kgo.NewClient(kgo.SeedBrokers(brokers))
+	if err != nil {
+		return result{}, err
+	}
+	starts, err := kadm.NewClient(admin).ListStartOffsets(ctx, topic)
+	admin.Close()
+	if err != nil {
+		return result{}, fmt.Errorf("list offsets of %s: %w", topic, err)
+	}
+	owned := make([]map[int32]kgo.Offset, clients)
+	for i := range owned {
+		owned[i] = map[int32]kgo.Offset{}
+	}
+	starts.Each(func(o kadm.ListedOffset) {
+		owned[int(o.Partition)%clients][o.Partition] = kgo.NewOffset().At(o.Offset)
+	})
+
+	var (
+		nrec, nbytes atomic.Int64
+		done         = make(chan struct{})
+		once         sync.Once
+		end          time.Time
+		wg           sync.WaitGroup
+		firstErr     atomic.Pointer[error]
+		firstAt      atomic.Int64 // ns since began of the first record
+	)
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for _, parts := range owned {
+		if len(parts) == 0 {
+			continue
+		}
+		cl, err := kgo.NewClient(
+			kgo.SeedBrokers(brokers),
+			kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: parts}),
+			kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+			kgo.FetchMaxWait(200*time.Millisecond),
+		)
+		if err != nil {
+			return result{}, err
+		}
+		defer cl.Close()
+		wg.Go(func() {
+			for cctx.Err() == nil {
+				fs := cl.PollFetches(cctx)
+				fs.EachError(func(t string, p int32, err error) {
+					if !errors.Is(err, context.Canceled) {
+						firstErr.CompareAndSwap(nil, &err)
+					}
+				})
+				var r, b int64
+				if !fs.Empty() && firstAt.Load() == 0 {
+					firstAt.CompareAndSwap(0, int64(time.Since(began)))
+				}
+				fs.EachRecord(func(rec *kgo.Record) {
+					r++
+					b += int64(len(rec.Value))
+				})
+				nbytes.Add(b)
+				if nrec.Add(r) >= want {
+					once.Do(func() { end = time.Now(); close(done) })
+					return
+				}
+			}
+		})
+	}
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+	cancel()
+	wg.Wait()
+	if e := firstErr.Load(); e != nil && ctx.Err() == nil && nrec.Load() < want {
+		return result{}, *e
+	}
+	if nrec.Load() < want {
+		return result{}, fmt.Errorf("stopped after %d of %d records", nrec.Load(), want)
+	}
+	return result{Records: nrec.Load(), Bytes: nbytes.Load(),
+		First: time.Duration(firstAt.Load()).Seconds(), Seconds: end.Sub(began).Seconds()}, nil
+}
