@@ -18,11 +18,13 @@ type emitter struct {
 	outs    []chan element
 	events  chan<- checkpoint.Event
 	metrics *jobMetrics
-	parts   []batch // per-worker scratch, reused
+	parts   []batch  // per-worker parts of the batch being split
+	dest    []uint32 // scratch: the worker of each record of the batch
+	counts  []int    // scratch: records per worker
 }
 
 func newEmitter(task checkpoint.TaskID, outs []chan element, events chan<- checkpoint.Event, m *jobMetrics) *emitter {
-	return &emitter{task: task, outs: outs, events: events, metrics: m, parts: make([]batch, len(outs))}
+	return &emitter{task: task, outs: outs, events: events, metrics: m, parts: make([]batch, len(outs)), counts: make([]int, len(outs))}
 }
 
 var _ source.Emitter = (*emitter)(nil)
@@ -32,8 +34,20 @@ func (e *emitter) Records(ctx context.Context, b []record.Record) error {
 	if len(e.outs) == 1 {
 		return e.send(ctx, 0, element{Kind: checkpoint.RecordElement, Record: b, Size: batchBytes(b)})
 	}
+	// Two passes so each worker's part is allocated once, at its size.
+	e.dest = e.dest[:0]
+	clear(e.counts)
 	for i := range b {
 		w := workerFor(&b[i], len(e.outs))
+		e.dest = append(e.dest, uint32(w))
+		e.counts[w]++
+	}
+	for w, n := range e.counts {
+		if n > 0 {
+			e.parts[w] = make(batch, 0, n)
+		}
+	}
+	for i, w := range e.dest {
 		e.parts[w] = append(e.parts[w], b[i])
 	}
 	for w, p := range e.parts {

@@ -171,13 +171,27 @@ func (r *Reader) emit(ctx context.Context, cl *kgo.Client, fs kgo.Fetches, em Em
 	}
 	batch := make([]record.Record, 0, r.cfg.BatchSize)
 	var err error
+	// Records come partition by partition; the position of the partition
+	// being read is kept aside and stored when the partition changes or a
+	// batch is handed on (before any barrier can be emitted), instead of a
+	// map update per record.
+	var last *kgo.Record
+	savePosition := func() {
+		if last != nil {
+			r.positions.Set(last.Topic, last.Partition, last.Offset+1)
+		}
+	}
 	fs.EachRecord(func(kr *kgo.Record) {
 		if err != nil {
 			return
 		}
+		if last != nil && (last.Partition != kr.Partition || last.Topic != kr.Topic) {
+			savePosition()
+		}
+		last = kr
 		batch = append(batch, convert(kr))
-		r.positions.Set(kr.Topic, kr.Partition, kr.Offset+1)
 		if len(batch) == cap(batch) {
+			savePosition()
 			if err = em.Records(ctx, batch); err != nil {
 				return
 			}
@@ -188,6 +202,7 @@ func (r *Reader) emit(ctx context.Context, cl *kgo.Client, fs kgo.Fetches, em Em
 	if err != nil {
 		return err
 	}
+	savePosition()
 	if len(batch) > 0 {
 		return em.Records(ctx, batch)
 	}
