@@ -250,16 +250,14 @@ func TestCheckpointsUsageAndConfigErrors(t *testing.T) {
 // store of the given dir open (as a running job does) until stdin closes.
 const lockHelperEnv = "CHECKPOINTS_TEST_HOLD_STORE"
 
-// TestCheckpointsHelperHoldsStore is not a test: it is the "running job"
-// of TestCheckpointsOfARunningJobFailFast.
-func TestCheckpointsHelperHoldsStore(t *testing.T) {
-	dir := os.Getenv(lockHelperEnv)
-	if dir == "" {
-		t.Skip("helper process, run by TestCheckpointsOfARunningJobFailFast")
-	}
+// holdStore is the "running job" of TestCheckpointsOfARunningJobFailFast,
+// run by TestMain in a re-executed test binary: it holds the store of dir
+// open until stdin closes.
+func holdStore(dir string) {
 	st, err := store.Open(vfs.Default, dir, dir, 1, zerolog.Nop())
 	if err != nil {
-		t.Fatal(err)
+		os.Stderr.WriteString(err.Error() + "\n")
+		os.Exit(1)
 	}
 	defer st.Close()
 	os.Stdout.WriteString("locked\n")
@@ -273,7 +271,7 @@ func TestCheckpointsOfARunningJobFailFast(t *testing.T) {
 	config, ckptDir, stateDir := checkpointJob(t)
 	saveCheckpoints(t, ckptDir, stateDir)
 
-	helper := exec.Command(os.Args[0], "-test.run=^TestCheckpointsHelperHoldsStore$", "-test.count=1")
+	helper := exec.Command(os.Args[0])
 	helper.Env = append(os.Environ(), lockHelperEnv+"="+ckptDir)
 	stdin, err := helper.StdinPipe()
 	if err != nil {

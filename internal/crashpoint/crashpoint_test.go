@@ -133,12 +133,19 @@ func TestNamesAreTheConstants(t *testing.T) {
 // mid-commit three times.
 const helperEnv = "CRASHPOINT_TEST_HELPER"
 
-// TestHelperProcess is not a test: it is the child of
-// TestHitKillsTheProcessWithSIGKILL.
-func TestHelperProcess(t *testing.T) {
-	if os.Getenv(helperEnv) != "1" {
-		t.Skip("helper process, run by TestHitKillsTheProcessWithSIGKILL")
+// TestMain makes the re-executed test binary act as the child of
+// TestHitKillsTheProcessWithSIGKILL when helperEnv is set, and runs the
+// tests otherwise.
+func TestMain(m *testing.M) {
+	if os.Getenv(helperEnv) == "1" {
+		helperProcess()
+		os.Exit(0)
 	}
+	os.Exit(m.Run())
+}
+
+// helperProcess hits mid-commit three times, saying so before each hit.
+func helperProcess() {
 	defer os.Stdout.WriteString("deferred function ran\n")
 	for i := 1; i <= 3; i++ {
 		os.Stdout.WriteString("before hit " + string(rune('0'+i)) + "\n")
@@ -147,10 +154,10 @@ func TestHelperProcess(t *testing.T) {
 	os.Stdout.WriteString("survived\n")
 }
 
-// runHelper runs TestHelperProcess in a child with Env set to crashAt.
+// runHelper runs helperProcess in a child with Env set to crashAt.
 func runHelper(t *testing.T, crashAt string) (err error, stdout, stderr string) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$", "-test.count=1")
+	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), helperEnv+"=1", Env+"="+crashAt)
 	var out, errOut strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errOut
