@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -621,18 +622,9 @@ type checkpointDone struct {
 // connectorCheckpoints reads the "checkpoint completed" lines (zerolog
 // JSON, duration in ms) of a connector's log.
 func connectorCheckpoints(path string) []checkpointDone {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	var out []checkpointDone
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Bytes()
-		if !strings.Contains(string(line), `"checkpoint completed"`) {
-			continue
+	return scanCheckpoints(path, func(line []byte) (checkpointDone, bool) {
+		if !bytes.Contains(line, []byte(`"checkpoint completed"`)) {
+			return checkpointDone{}, false
 		}
 		var e struct {
 			Message    string  `json:"message"`
@@ -641,12 +633,11 @@ func connectorCheckpoints(path string) []checkpointDone {
 			Time       string  `json:"time"`
 		}
 		if json.Unmarshal(line, &e) != nil || e.Message != "checkpoint completed" {
-			continue
+			return checkpointDone{}, false
 		}
 		at, _ := time.Parse(time.RFC3339Nano, e.Time)
-		out = append(out, checkpointDone{at: at, ms: e.Duration, stateBytes: e.StateBytes})
-	}
-	return out
+		return checkpointDone{at: at, ms: e.Duration, stateBytes: e.StateBytes}, true
+	})
 }
 
 // Flink's CheckpointCoordinator: "Completed checkpoint 5 for job <id>
@@ -654,6 +645,21 @@ func connectorCheckpoints(path string) []checkpointDone {
 var flinkCompleted = regexp.MustCompile(`^(\S+) .*Completed checkpoint \d+ for job \S+ \((\d+) bytes, checkpointDuration=(\d+) ms`)
 
 func flinkCheckpoints(path string) []checkpointDone {
+	return scanCheckpoints(path, func(line []byte) (checkpointDone, bool) {
+		m := flinkCompleted.FindSubmatch(line)
+		if m == nil {
+			return checkpointDone{}, false
+		}
+		at, _ := time.Parse("2006-01-02T15:04:05.000Z07:00", string(m[1]))
+		size, _ := strconv.ParseInt(string(m[2]), 10, 64)
+		ms, _ := strconv.ParseFloat(string(m[3]), 64)
+		return checkpointDone{at: at, ms: ms, stateBytes: size}, true
+	})
+}
+
+// scanCheckpoints reads a log file line by line and keeps what parse
+// recognises as a completed checkpoint. A missing log gives none.
+func scanCheckpoints(path string, parse func(line []byte) (checkpointDone, bool)) []checkpointDone {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil
@@ -663,14 +669,9 @@ func flinkCheckpoints(path string) []checkpointDone {
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
-		m := flinkCompleted.FindStringSubmatch(sc.Text())
-		if m == nil {
-			continue
+		if c, ok := parse(sc.Bytes()); ok {
+			out = append(out, c)
 		}
-		at, _ := time.Parse("2006-01-02T15:04:05.000Z07:00", m[1])
-		bytes, _ := strconv.ParseInt(m[2], 10, 64)
-		ms, _ := strconv.ParseFloat(m[3], 64)
-		out = append(out, checkpointDone{at: at, ms: ms, stateBytes: bytes})
 	}
 	return out
 }

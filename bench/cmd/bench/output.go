@@ -17,23 +17,7 @@ import (
 func visibleBytes(dir string) (int64, int, error) {
 	var total int64
 	var files int
-	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
-		if err != nil {
-			if os.IsNotExist(err) {
-				return nil
-			}
-			return err
-		}
-		name := d.Name()
-		if path != dir && (strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")) {
-			if d.IsDir() {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !d.Type().IsRegular() {
-			return nil
-		}
+	err := walkVisible(dir, func(path string, d os.DirEntry) error {
 		info, err := d.Info()
 		if err != nil {
 			if os.IsNotExist(err) { // renamed or removed meanwhile
@@ -73,20 +57,7 @@ func (v verification) String() string {
 func verify(dir string, n int64) (verification, error) {
 	var v verification
 	seen := make([]uint64, (n+63)/64)
-	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		name := d.Name()
-		if path != dir && (strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")) {
-			if d.IsDir() {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !d.Type().IsRegular() {
-			return nil
-		}
+	err := walkVisible(dir, func(path string, d os.DirEntry) error {
 		v.Files++
 		f, err := os.Open(path)
 		if err != nil {
@@ -137,4 +108,30 @@ func lineID(line []byte) (int64, bool) {
 	}
 	id, err := strconv.ParseInt(string(line[len(idPrefix):len(idPrefix)+10]), 10, 64)
 	return id, err == nil
+}
+
+// walkVisible calls fn for every committed (visible) regular file under dir:
+// names starting with '.' or '_' are in-progress or pending files, and hidden
+// directories are skipped whole. Files that vanish during the walk (renamed
+// by a commit) are passed over.
+func walkVisible(dir string, fn func(path string, d os.DirEntry) error) error {
+	return filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			if os.IsNotExist(err) {
+				return nil
+			}
+			return err
+		}
+		name := d.Name()
+		if path != dir && (strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")) {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		return fn(path, d)
+	})
 }
