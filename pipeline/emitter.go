@@ -44,12 +44,13 @@ func (e *emitter) Records(ctx context.Context, b []record.Record) error {
 	}
 	for w, n := range e.counts {
 		if n > 0 {
-			e.parts[w] = make(batch, 0, n)
+			e.parts[w] = record.NewBatch(n)
 		}
 	}
 	for i, w := range e.dest {
 		e.parts[w] = append(e.parts[w], b[i])
 	}
+	record.Release(b) // copied into the parts
 	for w, p := range e.parts {
 		if len(p) == 0 {
 			continue

@@ -13,6 +13,7 @@ import (
 
 	"github.com/connector-dev/connector/checkpoint"
 	"github.com/connector-dev/connector/internal/crashpoint"
+	"github.com/connector-dev/connector/record"
 	"github.com/connector-dev/connector/sink"
 	"github.com/connector-dev/connector/state"
 	"github.com/connector-dev/connector/transform"
@@ -89,7 +90,9 @@ func (w *worker) run(ctx context.Context) error {
 func (w *worker) perform(ctx context.Context, o checkpoint.Output[batch]) (done bool, err error) {
 	switch o.Kind {
 	case checkpoint.ProcessRecord:
-		return false, w.process(ctx, o.Record)
+		err := w.process(ctx, o.Record)
+		record.Release(o.Record) // written (or handled as bad records): nothing keeps the batch
+		return false, err
 	case checkpoint.SnapshotAndForward:
 		return false, w.snapshot(ctx, o.Barrier, o.Alignment)
 	case checkpoint.CancelAndForward:
@@ -114,6 +117,9 @@ func (w *worker) abort(id checkpoint.ID) {
 
 // process runs one batch through the transforms into the sink writer.
 func (w *worker) process(ctx context.Context, b batch) error {
+	if bw, ok := w.writer.(sink.Batcher); ok {
+		bw.BeginBatch()
+	}
 	var out uint64
 	for i := range b {
 		r := &b[i]

@@ -271,6 +271,33 @@ func TestRollByAgeStartsNewPartOnceThePartIsOld(t *testing.T) {
 	assertExactlyOnce(t, fs, ids(0, 40))
 }
 
+func TestRollByAgeInBatchesReadsTheClockOncePerBatch(t *testing.T) {
+	fs := vfs.NewMem()
+	clock := &fakeClock{now: time.Unix(1000, 0)}
+	s := newTestFile(t, fs, func(c *FileConfig) { c.RollAge = time.Minute; c.Now = clock.Now })
+	w := newTestWriter(t, s, 0)
+	b, ok := w.(Batcher)
+	if !ok {
+		t.Fatalf("the file writer does not implement Batcher")
+	}
+	b.BeginBatch()
+	writeRange(t, w, 0, 10)
+	clock.Advance(2 * time.Minute)
+	writeRange(t, w, 10, 20) // same batch: the part's age is read at BeginBatch
+	b.BeginBatch()
+	writeRange(t, w, 20, 30) // the part is old now: a second part
+	commit(t, s, preCommit(t, w, 5))
+	visible, _ := listDir(t, fs)
+	want := []string{"part-orders-w0-5-0.jsonl", "part-orders-w0-5-1.jsonl"}
+	if strings.Join(visible, " ") != strings.Join(want, " ") {
+		t.Fatalf("visible %v, want %v", visible, want)
+	}
+	if n := strings.Count(string(readFile(t, fs, want[0])), "\n"); n != 20 {
+		t.Fatalf("first part holds %d records, want 20", n)
+	}
+	assertExactlyOnce(t, fs, ids(0, 30))
+}
+
 func TestCommitOfOutputThatVanishedIsErrCommitLost(t *testing.T) {
 	fs := vfs.NewMem()
 	s := newTestFile(t, fs, nil)

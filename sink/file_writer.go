@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/connector-dev/connector/checkpoint"
 	"github.com/connector-dev/connector/internal/fsutil"
@@ -25,6 +26,7 @@ type fileWriter struct {
 	parts    []*part // rolled parts not yet handed out in a committable
 	ioErr    error   // I/O failed since the last PreCommit: Write stays off the disk
 	closed   bool
+	batchAt  time.Time // the clock at BeginBatch; zero: read it per Write
 
 	mu      sync.Mutex
 	carried []Committable // handed out by PreCommit, not yet Committed
@@ -55,7 +57,10 @@ func (w *fileWriter) Write(_ context.Context, r *record.Record) error {
 	if len(body) == 0 {
 		return nil
 	}
-	now := w.s.cfg.Now()
+	now := w.batchAt
+	if now.IsZero() {
+		now = w.s.cfg.Now()
+	}
 	if w.cur != nil && w.s.cfg.RollAge > 0 && now.Sub(w.cur.opened) >= w.s.cfg.RollAge {
 		w.roll()
 	}
@@ -79,6 +84,11 @@ func (w *fileWriter) Write(_ context.Context, r *record.Record) error {
 	}
 	return nil
 }
+
+// BeginBatch reads the clock for the Writes that follow, until the next
+// BeginBatch: a part rolls by age at the first batch that starts after it
+// became old.
+func (w *fileWriter) BeginBatch() { w.batchAt = w.s.cfg.Now() }
 
 // roll closes the current part (synced now if the disk is healthy, else at
 // the next PreCommit).

@@ -68,3 +68,11 @@ type Writer interface {
 	Committed(id checkpoint.ID)
 	Close() error
 }
+
+// Batcher is implemented by writers that save per-record work when told a
+// batch of Writes follows: the file sink reads its clock (for roll_age) once
+// per batch instead of once per record. The owner calls BeginBatch right
+// before each batch's Writes; a writer never told keeps working per record.
+type Batcher interface {
+	BeginBatch()
+}

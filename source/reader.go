@@ -19,6 +19,8 @@ import (
 // (backpressure). A non-nil error stops Run.
 type Emitter interface {
 	// Records hands a batch downstream; the callee owns the slice afterwards.
+	// It came from record.NewBatch: whoever handles its records last may
+	// give it back with record.Release.
 	Records(ctx context.Context, batch []record.Record) error
 	// Barrier follows every record emitted before it and precedes every
 	// record after it. offsets is the reader's snapshot for checkpoint id:
@@ -105,6 +107,7 @@ func (r *Reader) Run(ctx context.Context, em Emitter) error {
 		kgo.ConsumePartitions(toKgo(r.positions)),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.FetchMaxWait(200 * time.Millisecond),
+		kgo.WithPools(kgoRecordPool),
 	}, r.cfg.ClientOpts...)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
@@ -169,33 +172,39 @@ func (r *Reader) emit(ctx context.Context, cl *kgo.Client, fs kgo.Fetches, em Em
 	if err := fetchError(fs); err != nil {
 		return fmt.Errorf("reader %d: %w", r.index, err)
 	}
-	batch := make([]record.Record, 0, r.cfg.BatchSize)
+	batch := record.NewBatch(r.cfg.BatchSize)
 	var err error
 	// Records come partition by partition; the position of the partition
 	// being read is kept aside and stored when the partition changes or a
 	// batch is handed on (before any barrier can be emitted), instead of a
 	// map update per record.
-	var last *kgo.Record
+	var (
+		have      bool
+		topic     string
+		partition int32
+		next      int64
+	)
 	savePosition := func() {
-		if last != nil {
-			r.positions.Set(last.Topic, last.Partition, last.Offset+1)
+		if have {
+			r.positions.Set(topic, partition, next)
 		}
 	}
 	fs.EachRecord(func(kr *kgo.Record) {
 		if err != nil {
 			return
 		}
-		if last != nil && (last.Partition != kr.Partition || last.Topic != kr.Topic) {
+		if have && (partition != kr.Partition || topic != kr.Topic) {
 			savePosition()
 		}
-		last = kr
+		have, topic, partition, next = true, kr.Topic, kr.Partition, kr.Offset+1
 		batch = append(batch, convert(kr))
+		kr.Recycle() // the copy keeps Key, Value and Headers; kgo reuses the Record
 		if len(batch) == cap(batch) {
 			savePosition()
 			if err = em.Records(ctx, batch); err != nil {
 				return
 			}
-			batch = make([]record.Record, 0, r.cfg.BatchSize)
+			batch = record.NewBatch(r.cfg.BatchSize)
 			err = r.drainControl(ctx, cl, em)
 		}
 	})
@@ -206,6 +215,7 @@ func (r *Reader) emit(ctx context.Context, cl *kgo.Client, fs kgo.Fetches, em Em
 	if len(batch) > 0 {
 		return em.Records(ctx, batch)
 	}
+	record.Release(batch)
 	return nil
 }
 
