@@ -126,6 +126,11 @@ func TestBadConfigsNameFileLineAndKey(t *testing.T) {
 			want: `config.yaml:7: sink.transaction_timeout: 30s must be longer than checkpoint.timeout (1m0s)`,
 		},
 		{
+			name: "zero fetch partition bytes",
+			yaml: doc("name: orders", "kafka: {brokers: [localhost:9092]}", "source:", "  topics: [orders]", "  fetch_max_partition_bytes: 0", "sink: {type: file, path: ./out}"),
+			want: `config.yaml:5: source.fetch_max_partition_bytes: must be positive, got 0B`,
+		},
+		{
 			name: "bad roll size",
 			yaml: doc("name: orders", "kafka: {brokers: [localhost:9092]}", "source: {topics: [orders]}", "sink: {type: file, path: ./out, roll_size: 64 parsecs}"),
 			want: `config.yaml:4: sink.roll_size: "64 parsecs" is not a byte size`,

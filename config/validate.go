@@ -82,6 +82,7 @@ func (v *validator) source() {
 	}
 	oneOf(v, "source.start_offset", "start offset", string(s.StartOffset), Earliest, Latest)
 	v.positiveSize("source.fetch_max_bytes", s.FetchMaxBytes)
+	v.positiveSize("source.fetch_max_partition_bytes", s.FetchMaxPartitionBytes)
 }
 
 // names checks that list holds non-empty, distinct names.

@@ -46,7 +46,9 @@ func sourceConfig(j *config.Job) source.Config {
 		Group:       j.Source.Group,
 		StartOffset: string(j.Source.StartOffset),
 		Readers:     j.Pipeline.Parallelism,
-		ClientOpts:  append(kafkaOpts(j), kgo.FetchMaxBytes(int32(min(j.Source.FetchMaxBytes, 1<<30)))),
+		ClientOpts: append(kafkaOpts(j),
+			kgo.FetchMaxBytes(int32(min(j.Source.FetchMaxBytes, 1<<30))),
+			kgo.FetchMaxPartitionBytes(int32(min(j.Source.FetchMaxPartitionBytes, 1<<30)))),
 	}
 }
 
