@@ -215,7 +215,7 @@ func (a *attempt) run(ctx context.Context, stop <-chan struct{}) error {
 	d := &driver{
 		coord: coord, store: st, readers: readers, sink: snk, writers: writers, workers: workers, offsets: oc,
 		states: states, events: events, metrics: j.metrics, log: log,
-		persisted: map[checkpoint.ID]checkpoint.Metadata{},
+		persisted: map[checkpoint.ID]persisted{},
 		onCommit: func(md checkpoint.Metadata, r restored) {
 			a.progress = true
 			j.last.Store(&Completion{ID: uint64(md.ID), TriggeredAt: md.Timestamp, CompletedAt: time.Now(), Offsets: r.offsets.String(), Tasks: len(md.Tasks)})

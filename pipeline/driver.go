@@ -31,8 +31,15 @@ type driver struct {
 	metrics   *jobMetrics
 	log       zerolog.Logger
 	onCommit  func(checkpoint.Metadata, restored) // after a checkpoint is committed; may be nil
-	persisted map[checkpoint.ID]checkpoint.Metadata
+	persisted map[checkpoint.ID]persisted
 	failed    error // set by FailJob
+}
+
+// persisted is a checkpoint whose metadata is durable, waiting for its
+// NotifyComplete, with when its phases ended (for the completion log).
+type persisted struct {
+	md             checkpoint.Metadata
+	acked, durable time.Time // every task acked; metadata durable
 }
 
 // errFinalCheckpoint: a stop was asked for and no checkpoint completed in
@@ -119,12 +126,13 @@ func (d *driver) perform(ctx context.Context, a checkpoint.Action) checkpoint.Ev
 }
 
 func (d *driver) persist(md checkpoint.Metadata) checkpoint.Event {
+	acked := time.Now()
 	if err := d.store.Save(md); err != nil {
 		d.log.Warn().Err(err).Uint64("checkpoint", uint64(md.ID)).Msg("checkpoint metadata not persisted; the job goes on")
 		return checkpoint.MetadataPersistFailed{ID: md.ID, Err: err}
 	}
 	crashpoint.Hit(crashpoint.AfterPersist)
-	d.persisted[md.ID] = md
+	d.persisted[md.ID] = persisted{md: md, acked: acked, durable: time.Now()}
 	return checkpoint.MetadataPersisted{ID: md.ID}
 }
 
@@ -133,7 +141,8 @@ func (d *driver) persist(md checkpoint.Metadata) checkpoint.Event {
 // source's offsets to the consumer group. A commit that fails fails the job
 // (duty 7): the restart commits again from the same checkpoint.
 func (d *driver) complete(ctx context.Context, a checkpoint.NotifyComplete) {
-	md, ok := d.persisted[a.ID]
+	p, ok := d.persisted[a.ID]
+	md := p.md
 	delete(d.persisted, a.ID)
 	if !ok {
 		d.failed = fmt.Errorf("notified of checkpoint %d that was never persisted (a runtime bug)", a.ID)
@@ -144,6 +153,7 @@ func (d *driver) complete(ctx context.Context, a checkpoint.NotifyComplete) {
 		d.failed = err
 		return
 	}
+	commitStart := time.Now()
 	if err := d.sink.Commit(ctx, r.committables); err != nil {
 		d.failed = fmt.Errorf("sink commit of checkpoint %d: %w", a.ID, err)
 		return
@@ -153,12 +163,18 @@ func (d *driver) complete(ctx context.Context, a checkpoint.NotifyComplete) {
 	}
 	d.offsets.submit(r.offsets)
 	d.states.removeEmptyDirs(a.ID)
-	took := time.Since(a.Timestamp)
+	now := time.Now()
+	took := now.Sub(a.Timestamp)
 	d.metrics.checkpointsDone.Inc()
 	d.metrics.checkpointDuration.Observe(took.Seconds())
 	d.metrics.lastCompleted.Set(float64(a.ID))
-	d.log.Info().Uint64("checkpoint", uint64(a.ID)).Dur("duration", took).Int64("state_bytes", a.Totals.Bytes).
-		Dur("alignment", a.Totals.Alignment).Int("committables", len(r.committables)).Msg("checkpoint completed")
+	// duration = acked (trigger to the last task's ack: barriers, alignment,
+	// snapshots, pre-commits) + persist (metadata durable) + commit (the
+	// sinks' commit, after the checkpoint became durable) + small gaps.
+	d.log.Info().Uint64("checkpoint", uint64(a.ID)).Dur("duration", took).
+		Dur("acked", p.acked.Sub(a.Timestamp)).Dur("persist", p.durable.Sub(p.acked)).Dur("commit", now.Sub(commitStart)).
+		Dur("sync", a.Totals.Sync).Dur("alignment", a.Totals.Alignment).Int64("state_bytes", a.Totals.Bytes).
+		Int("committables", len(r.committables)).Msg("checkpoint completed")
 	if d.onCommit != nil {
 		d.onCommit(md, r)
 	}

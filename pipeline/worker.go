@@ -182,24 +182,45 @@ func (w *worker) takeSnapshot(ctx context.Context, id checkpoint.ID) (checkpoint
 		m    checkpoint.Metrics
 		data workerData
 	)
+	// The state snapshot and the sink's pre-commit are independent I/O
+	// (each mostly waits for its fsyncs): they run side by side. The worker
+	// touches neither the store nor the writer until both are done.
+	type stateSnap struct {
+		h   state.Handle
+		err error
+	}
+	var stateDone chan stateSnap
+	rel := snapshotDir(id, w.index)
 	if w.state != nil {
-		rel := snapshotDir(id, w.index)
-		h, err := w.state.Snapshot(filepath.Join(w.stateRoot, rel))
-		if err != nil {
-			return snap, m, fmt.Errorf("state snapshot: %w", err)
+		stateDone = make(chan stateSnap, 1)
+		go func() {
+			h, err := w.state.Snapshot(filepath.Join(w.stateRoot, rel))
+			stateDone <- stateSnap{h, err}
+		}()
+	}
+	var (
+		cs    []sink.Committable
+		pcErr error
+	)
+	flushErr := w.bad.flush(ctx)
+	if flushErr == nil {
+		if cs, pcErr = w.writer.PreCommit(ctx, id); pcErr != nil {
+			pcErr = fmt.Errorf("sink pre-commit: %w", pcErr)
+		}
+	}
+	if stateDone != nil {
+		st := <-stateDone
+		if st.err != nil {
+			return snap, m, errors.Join(fmt.Errorf("state snapshot: %w", st.err), flushErr, pcErr)
 		}
 		data.State = rel
-		m.Bytes = h.Bytes
-		for _, f := range h.Files {
+		m.Bytes = st.h.Bytes
+		for _, f := range st.h.Files {
 			snap.Files = append(snap.Files, rel+"/"+f)
 		}
 	}
-	if err := w.bad.flush(ctx); err != nil {
+	if err := errors.Join(flushErr, pcErr); err != nil {
 		return snap, m, err
-	}
-	cs, err := w.writer.PreCommit(ctx, id)
-	if err != nil {
-		return snap, m, fmt.Errorf("sink pre-commit: %w", err)
 	}
 	data.Committables = cs
 	enc, err := data.encode()

@@ -19,11 +19,11 @@ func writeLog(t *testing.T, text string) string {
 // and Flink's CheckpointCoordinator line each give one completed checkpoint
 // with its duration and size; other lines give none.
 func TestCheckpointLogsAreParsedForBothContenders(t *testing.T) {
-	c := connectorCheckpoints(writeLog(t, `{"level":"info","time":"2026-11-29T10:00:00Z","duration":12.5,"state_bytes":7,"message":"checkpoint completed"}
+	c := connectorCheckpoints(writeLog(t, `{"level":"info","time":"2026-11-29T10:00:00Z","duration":12.5,"acked":6,"persist":2.5,"commit":3,"state_bytes":7,"message":"checkpoint completed"}
 {"level":"info","message":"job running"}
 `))
-	if len(c) != 1 || c[0].ms != 12.5 || c[0].stateBytes != 7 {
-		t.Errorf("connector checkpoints %+v, want one of 12.5 ms and 7 bytes", c)
+	if len(c) != 1 || c[0].ms != 12.5 || c[0].stateBytes != 7 || c[0].durableMs != 8.5 || c[0].commitMs != 3 {
+		t.Errorf("connector checkpoints %+v, want one of 12.5 ms (8.5 to durable, 3 commit) and 7 bytes", c)
 	}
 	f := flinkCheckpoints(writeLog(t, "2026-11-29T10:00:00.123Z INFO x Completed checkpoint 5 for job abc (12345 bytes, checkpointDuration=123 ms, finalizationTime=0 ms).\nunrelated\n"))
 	if len(f) != 1 || f[0].ms != 123 || f[0].stateBytes != 12345 {

@@ -62,12 +62,17 @@ type result struct {
 	BrokerCPU float64 `json:"broker_cpu_s"`
 	OtherCPU  float64 `json:"other_cpu_s"`
 
-	Checkpoints  int     `json:"checkpoints,omitempty"` // completed during Drain
-	CkptP50      float64 `json:"ckpt_p50_ms,omitempty"`
-	CkptP99      float64 `json:"ckpt_p99_ms,omitempty"`
-	CkptMax      float64 `json:"ckpt_max_ms,omitempty"`
-	StateBytesMB float64 `json:"state_mib,omitempty"`     // last checkpoint's state size
-	FinalCkpt    float64 `json:"final_ckpt_ms,omitempty"` // connector-off: the final checkpoint of SIGTERM
+	Checkpoints int     `json:"checkpoints,omitempty"` // completed during Drain
+	CkptP50     float64 `json:"ckpt_p50_ms,omitempty"`
+	CkptP99     float64 `json:"ckpt_p99_ms,omitempty"`
+	CkptMax     float64 `json:"ckpt_max_ms,omitempty"`
+	// Connector only: the checkpoint's phases (its log's "checkpoint
+	// completed"): trigger to metadata durable, which is where Flink's
+	// checkpointDuration ends, and the sinks' commit after that.
+	CkptDurableP99 float64 `json:"ckpt_durable_p99_ms,omitempty"`
+	CkptCommitP99  float64 `json:"ckpt_commit_p99_ms,omitempty"`
+	StateBytesMB   float64 `json:"state_mib,omitempty"`     // last checkpoint's state size
+	FinalCkpt      float64 `json:"final_ckpt_ms,omitempty"` // connector-off: the final checkpoint of SIGTERM
 
 	// Written is from the first output byte until the connector's
 	// connector_records_out_total reached the record count: every record
@@ -438,10 +443,11 @@ func (b *bench) stopAndCheck(r *result, p *proc, s spec, dir string, end time.Ti
 }
 
 func (b *bench) checkpointStats(r *result, cps []checkpointDone, end time.Time) {
-	var ds []float64
+	var ds, durable, commit []float64
 	for _, c := range cps {
 		if !c.at.After(end) {
 			ds = append(ds, c.ms)
+			durable, commit = append(durable, c.durableMs), append(commit, c.commitMs)
 			if c.stateBytes > 0 {
 				r.StateBytesMB = float64(c.stateBytes) / (1 << 20)
 			}
@@ -451,6 +457,9 @@ func (b *bench) checkpointStats(r *result, cps []checkpointDone, end time.Time) 
 	if len(ds) > 0 {
 		slices.Sort(ds)
 		r.CkptP50, r.CkptP99, r.CkptMax = percentile(ds, 50), percentile(ds, 99), ds[len(ds)-1]
+		slices.Sort(durable)
+		slices.Sort(commit)
+		r.CkptDurableP99, r.CkptCommitP99 = percentile(durable, 99), percentile(commit, 99)
 	}
 }
 
@@ -617,6 +626,8 @@ type checkpointDone struct {
 	at         time.Time
 	ms         float64
 	stateBytes int64
+	durableMs  float64 // connector: trigger to metadata durable (acked + persist)
+	commitMs   float64 // connector: the sinks' commit
 }
 
 // connectorCheckpoints reads the "checkpoint completed" lines (zerolog
@@ -629,6 +640,9 @@ func connectorCheckpoints(path string) []checkpointDone {
 		var e struct {
 			Message    string  `json:"message"`
 			Duration   float64 `json:"duration"`
+			Acked      float64 `json:"acked"`
+			Persist    float64 `json:"persist"`
+			Commit     float64 `json:"commit"`
 			StateBytes int64   `json:"state_bytes"`
 			Time       string  `json:"time"`
 		}
@@ -636,7 +650,7 @@ func connectorCheckpoints(path string) []checkpointDone {
 			return checkpointDone{}, false
 		}
 		at, _ := time.Parse(time.RFC3339Nano, e.Time)
-		return checkpointDone{at: at, ms: e.Duration, stateBytes: e.StateBytes}, true
+		return checkpointDone{at: at, ms: e.Duration, stateBytes: e.StateBytes, durableMs: e.Acked + e.Persist, commitMs: e.Commit}, true
 	})
 }
 

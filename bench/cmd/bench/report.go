@@ -171,16 +171,16 @@ func (b *bench) writeMarkdown(w *strings.Builder) {
 	if rs := b.in("scaling-state"); len(rs) > 0 {
 		fmt.Fprintln(w, "### Scaling: checkpoint duration by keyed state (connector exactly-once + dedup, every record rewrites its key)")
 		fmt.Fprintln(w)
-		fmt.Fprintln(w, "| keyed state | topic | records/s | range (runs) | CPU s / M records | checkpoints | ckpt p50 ms | ckpt p99 ms | ckpt max ms | state MiB (last) | peak RSS MiB | output |")
-		fmt.Fprintln(w, "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|")
+		fmt.Fprintln(w, "| keyed state | topic | records/s | range (runs) | CPU s / M records | checkpoints | ckpt p50 ms | ckpt p99 ms | ckpt max ms | p99 to durable ms | commit p99 ms | state MiB (last) | peak RSS MiB | output |")
+		fmt.Fprintln(w, "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|")
 		for _, r := range rs {
 			if r.Err != "" {
-				fmt.Fprintf(w, "| %s | failed: %s |||||||||||\n", r.Label, r.Err)
+				fmt.Fprintf(w, "| %s | failed: %s |||||||||||||\n", r.Label, r.Err)
 				continue
 			}
-			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %d | %s | %s | %s | %s | %s | %s |\n", r.Label, r.Topic.Name,
+			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.Label, r.Topic.Name,
 				f0(r.RecordsPerS), spread(r, human), f2(r.CPUPerM), r.Checkpoints, ckpt(r, f0, r.CkptP50), ckpt(r, f0, r.CkptP99), ckpt(r, f0, r.CkptMax),
-				f1(r.StateBytesMB), f0(r.PeakRSSMB), r.Verified)
+				ckpt(r, f0, r.CkptDurableP99), ckpt(r, f0, r.CkptCommitP99), f1(r.StateBytesMB), f0(r.PeakRSSMB), r.Verified)
 		}
 		fmt.Fprintln(w)
 	}
@@ -235,7 +235,7 @@ func (b *bench) writeTargets(w *strings.Builder) {
 	}
 	for _, r := range b.in("scaling-state") {
 		if r.Err == "" && r.DedupKeys == 1_000_000 && r.Name != "connector-dedup-id" && r.Checkpoints > 0 {
-			rows = append(rows, row{"checkpoint p99 <= 100 ms with 1M keys", fmt.Sprintf("%.0f ms (%d checkpoints)", r.CkptP99, r.Checkpoints), yes(r.CkptP99 <= 100)})
+			rows = append(rows, row{"checkpoint p99 <= 100 ms with 1M keys", fmt.Sprintf("%.0f ms (%d checkpoints; to metadata durable, where Flink's checkpointDuration ends: %.0f ms)", r.CkptP99, r.Checkpoints, r.CkptDurableP99), yes(r.CkptP99 <= 100)})
 		}
 	}
 	if len(rows) == 0 {
