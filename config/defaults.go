@@ -37,7 +37,7 @@ func fillDefaults(j *Job, set func(key string) bool) {
 	str("source.group", &j.Source.Group, j.Name)
 	str("source.start_offset", (*string)(&j.Source.StartOffset), string(Earliest))
 	size("source.fetch_max_bytes", &j.Source.FetchMaxBytes, 50*MiB)
-	size("source.fetch_max_partition_bytes", &j.Source.FetchMaxPartitionBytes, 256*KiB)
+	size("source.fetch_max_partition_bytes", &j.Source.FetchMaxPartitionBytes, 512*KiB)
 
 	c := &j.Checkpoint
 	dur("checkpoint.interval", &c.Interval, time.Second)

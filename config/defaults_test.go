@@ -13,7 +13,7 @@ func TestMinimalFileGetsDesignDefaults(t *testing.T) {
 	want := Job{
 		Name:   "orders",
 		Kafka:  Kafka{Brokers: []string{"localhost:9092"}, ClientID: "orders"},
-		Source: Source{Topics: []string{"orders"}, Group: "orders", StartOffset: Earliest, FetchMaxBytes: 50 * MiB, FetchMaxPartitionBytes: 256 * KiB},
+		Source: Source{Topics: []string{"orders"}, Group: "orders", StartOffset: Earliest, FetchMaxBytes: 50 * MiB, FetchMaxPartitionBytes: 512 * KiB},
 		Checkpoint: Checkpoint{
 			Interval: time.Second, Timeout: 60 * time.Second, MinPause: 0, MaxConcurrent: 1, Retained: 3,
 			Mode: ExactlyOnce, Dir: "./data/checkpoints", InitialDelay: time.Second, TolerableFailures: 5,

@@ -117,8 +117,10 @@ func (r *Reader) Run(ctx context.Context, em Emitter) error {
 
 	pctx, stopPoll := context.WithCancel(ctx)
 	defer stopPoll()
-	fetches := make(chan kgo.Fetches, 1)
-	go poll(pctx, cl, fetches)
+	want := make(chan struct{}, 1)
+	fetches := make(chan kgo.Fetches)
+	go poll(pctx, cl, want, fetches)
+	want <- struct{}{}
 
 	for {
 		select {
@@ -132,14 +134,23 @@ func (r *Reader) Run(ctx context.Context, em Emitter) error {
 			if err := r.emit(ctx, cl, fs, em); err != nil {
 				return err
 			}
+			want <- struct{}{}
 		}
 	}
 }
 
-// poll fetches in the background so that Run can answer a trigger while no
-// records arrive. At most one fetch waits in the channel.
-func poll(ctx context.Context, cl *kgo.Client, out chan<- kgo.Fetches) {
+// poll takes a fetch from the client each time Run asks for one (want), in
+// the background so that Run can answer a trigger while no records arrive.
+// Asking only once the previous fetch was handed on keeps the memory a
+// reader holds to two fetches: the one being handed on and the one the
+// client reads ahead meanwhile.
+func poll(ctx context.Context, cl *kgo.Client, want <-chan struct{}, out chan<- kgo.Fetches) {
 	for {
+		select {
+		case <-want:
+		case <-ctx.Done():
+			return
+		}
 		fs := cl.PollFetches(ctx)
 		if ctx.Err() != nil {
 			return
