@@ -69,7 +69,7 @@ func main() {
 	flag.StringVar(&o.flinkHeap, "flink-heap", "1g", "Flink JVM's -Xmx")
 	flag.StringVar(&o.work, "work", ".cache/bench/runs", "`dir` for the contenders' output files and logs")
 	flag.StringVar(&o.out, "out", ".cache/bench/results", "`dir` for results.json, results.md and results.png")
-	flag.Int64Var(&o.records, "records", 5_000_000, "records in the ~100 B topic")
+	flag.Int64Var(&o.records, "records", 10_000_000, "records in the ~100 B topic (the issue asks for at least 5M; 10M halves the share of the last checkpoint's wait in a drain)")
 	flag.Int64Var(&o.largeRecords, "large-records", 1_000_000, "records in the ~1 KB topic")
 	flag.Int64Var(&o.keysRecords, "keys-records", 10_000_000, "records (and distinct keys) of the largest state-scaling run")
 	flag.IntVar(&o.parallelism, "parallelism", 2, "parallelism of the connector and Flink")
