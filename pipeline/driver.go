@@ -173,7 +173,7 @@ func (d *driver) complete(ctx context.Context, a checkpoint.NotifyComplete) {
 	// sinks' commit, after the checkpoint became durable) + small gaps.
 	d.log.Info().Uint64("checkpoint", uint64(a.ID)).Dur("duration", took).
 		Dur("acked", p.acked.Sub(a.Timestamp)).Dur("persist", p.durable.Sub(p.acked)).Dur("commit", now.Sub(commitStart)).
-		Dur("sync", a.Totals.Sync).Dur("alignment", a.Totals.Alignment).Int64("state_bytes", a.Totals.Bytes).
+		Dur("sync", a.Totals.Sync).Dur("async", a.Totals.Async).Dur("alignment", a.Totals.Alignment).Int64("state_bytes", a.Totals.Bytes).
 		Int("committables", len(r.committables)).Msg("checkpoint completed")
 	if d.onCommit != nil {
 		d.onCommit(md, r)

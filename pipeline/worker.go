@@ -37,12 +37,17 @@ type worker struct {
 	aborts    chan checkpoint.ID // checkpoints the Coordinator aborted
 	metrics   *jobMetrics
 	log       zerolog.Logger
+	// finishing is closed when the sink's asynchronous pre-commit of the
+	// last snapshot ended (and the worker acked or declined); nil if none
+	// ran. Only the worker's goroutine reads or replaces it.
+	finishing chan struct{}
 }
 
 // run reads until ctx is done, a task error occurs, or every input ended.
 // It never reads a channel the Aligner blocked, so nothing is held back in
 // memory: a blocked channel's records wait in the channel (backpressure).
 func (w *worker) run(ctx context.Context) error {
+	defer w.awaitFinish() // the writer is closed after run returns
 	cases := make([]reflect.SelectCase, 0, len(w.ins)+2)
 	chans := make([]int, 0, len(w.ins)) // case index - 2 -> channel
 	ended := make([]bool, len(w.ins))
@@ -157,31 +162,61 @@ func (w *worker) process(ctx context.Context, b batch) error {
 // dead-letter producer flushed, the sink pre-committed. Any failure declines
 // the checkpoint and leaves the worker running: the job goes on and a later
 // checkpoint carries what this one could not.
+//
+// If the sink writer pre-commits asynchronously, the worker goes on with
+// the records after the barrier while the writer's finish makes n's output
+// durable on another goroutine, which then acks (or declines); the next
+// snapshot, and the end of run, wait for it first.
 func (w *worker) snapshot(ctx context.Context, b checkpoint.Barrier, al checkpoint.Alignment) error {
+	w.awaitFinish()
 	start := time.Now()
-	snap, m, err := w.takeSnapshot(ctx, b.ID)
+	snap, m, finish, err := w.takeSnapshot(ctx, b.ID)
+	m.Sync = time.Since(start)
+	m.Alignment = al.Duration
+	if err != nil || finish == nil {
+		return w.conclude(ctx, b.ID, snap, m, err)
+	}
+	done := make(chan struct{})
+	w.finishing = done
+	go func() {
+		defer close(done)
+		began := time.Now()
+		err := finish()
+		m.Async = time.Since(began)
+		_ = w.conclude(ctx, b.ID, snap, m, err) // errors here: the job is stopping
+	}()
+	return nil
+}
+
+// awaitFinish waits until the last asynchronous pre-commit has ended.
+func (w *worker) awaitFinish() {
+	if w.finishing != nil {
+		<-w.finishing
+		w.finishing = nil
+	}
+}
+
+// conclude acks checkpoint id with snap, or declines it if err is set (and
+// removes the state snapshot it leaves behind); a fatal error fails the task.
+func (w *worker) conclude(ctx context.Context, id checkpoint.ID, snap checkpoint.Snapshot, m checkpoint.Metrics, err error) error {
 	if err != nil && w.state != nil {
-		_ = os.RemoveAll(filepath.Join(w.stateRoot, snapshotDir(b.ID, w.index)))
+		_ = os.RemoveAll(filepath.Join(w.stateRoot, snapshotDir(id, w.index)))
 	}
 	if errors.Is(err, errFatal) {
 		return fmt.Errorf("%s: %w", w.task, err)
 	}
 	if err != nil {
-		w.log.Warn().Err(err).Uint64("checkpoint", uint64(b.ID)).Msg("snapshot failed; declining the checkpoint")
-		return sendEvent(ctx, w.events, checkpoint.Decline{Task: w.task, ID: b.ID, Reason: err})
+		w.log.Warn().Err(err).Uint64("checkpoint", uint64(id)).Msg("snapshot failed; declining the checkpoint")
+		return sendEvent(ctx, w.events, checkpoint.Decline{Task: w.task, ID: id, Reason: err})
 	}
 	crashpoint.Hit(crashpoint.AfterPreCommit)
-	m.Sync = time.Since(start)
-	m.Alignment = al.Duration
-	return sendEvent(ctx, w.events, checkpoint.Ack{Task: w.task, ID: b.ID, Snapshot: snap, Metrics: m})
+	return sendEvent(ctx, w.events, checkpoint.Ack{Task: w.task, ID: id, Snapshot: snap, Metrics: m})
 }
 
-func (w *worker) takeSnapshot(ctx context.Context, id checkpoint.ID) (checkpoint.Snapshot, checkpoint.Metrics, error) {
-	var (
-		snap checkpoint.Snapshot
-		m    checkpoint.Metrics
-		data workerData
-	)
+// takeSnapshot takes the synchronous part of the snapshot; finish, if not
+// nil, is the sink's asynchronous rest (see sink.AsyncPreCommitter).
+func (w *worker) takeSnapshot(ctx context.Context, id checkpoint.ID) (snap checkpoint.Snapshot, m checkpoint.Metrics, finish func() error, err error) {
+	var data workerData
 	// The state snapshot and the sink's pre-commit are independent I/O
 	// (each mostly waits for its fsyncs): they run side by side. The worker
 	// touches neither the store nor the writer until both are done.
@@ -204,14 +239,20 @@ func (w *worker) takeSnapshot(ctx context.Context, id checkpoint.ID) (checkpoint
 	)
 	flushErr := w.bad.flush(ctx)
 	if flushErr == nil {
-		if cs, pcErr = w.writer.PreCommit(ctx, id); pcErr != nil {
+		if apc, ok := w.writer.(sink.AsyncPreCommitter); ok {
+			cs, finish, pcErr = apc.PreCommitAsync(ctx, id)
+		} else {
+			cs, pcErr = w.writer.PreCommit(ctx, id)
+		}
+		if pcErr != nil {
 			pcErr = fmt.Errorf("sink pre-commit: %w", pcErr)
 		}
 	}
 	if stateDone != nil {
 		st := <-stateDone
 		if st.err != nil {
-			return snap, m, errors.Join(fmt.Errorf("state snapshot: %w", st.err), flushErr, pcErr)
+			err = errors.Join(fmt.Errorf("state snapshot: %w", st.err), flushErr, pcErr)
+			return snap, m, nil, errors.Join(err, abandon(finish))
 		}
 		data.State = rel
 		m.Bytes = st.h.Bytes
@@ -220,13 +261,26 @@ func (w *worker) takeSnapshot(ctx context.Context, id checkpoint.ID) (checkpoint
 		}
 	}
 	if err := errors.Join(flushErr, pcErr); err != nil {
-		return snap, m, err
+		return snap, m, nil, err
 	}
 	data.Committables = cs
 	enc, err := data.encode()
 	if err != nil {
-		return snap, m, err
+		return snap, m, nil, errors.Join(err, abandon(finish))
 	}
 	snap.Data = enc
-	return snap, m, nil
+	return snap, m, finish, nil
+}
+
+// abandon runs the sink's asynchronous pre-commit of a snapshot that failed
+// anyway, so that the writer gets its output back for the next checkpoint
+// (a finish must run once before the next pre-commit).
+func abandon(finish func() error) error {
+	if finish == nil {
+		return nil
+	}
+	if err := finish(); err != nil {
+		return fmt.Errorf("sink pre-commit: %w", err)
+	}
+	return nil
 }

@@ -17,11 +17,12 @@ type faults struct {
 	on   atomic.Bool
 	kind map[errorfs.OpKind]bool
 	path string // substring of the operation's path
+	only string // if set, the operation's whole path
 	err  error
 }
 
 func (f *faults) MaybeError(op errorfs.Op) error {
-	if f.on.Load() && f.kind[op.Kind] && strings.Contains(op.Path, f.path) {
+	if f.on.Load() && f.kind[op.Kind] && strings.Contains(op.Path, f.path) && (f.only == "" || op.Path == f.only) {
 		return f.err
 	}
 	return nil

@@ -28,11 +28,16 @@ type fileWriter struct {
 	closed   bool
 	batchAt  time.Time // the clock at BeginBatch; zero: read it per Write
 
-	mu      sync.Mutex
-	carried []Committable // handed out by PreCommit, not yet Committed
+	mu       sync.Mutex
+	carried  []Committable // handed out by PreCommit, not yet Committed
+	returned []*part       // parts of a failed asynchronous finish, for the next pre-commit
 }
 
-var _ Writer = (*fileWriter)(nil)
+var (
+	_ Writer            = (*fileWriter)(nil)
+	_ AsyncPreCommitter = (*fileWriter)(nil)
+	_ Batcher           = (*fileWriter)(nil)
+)
 
 func newFileWriter(s *File, instance int) *fileWriter {
 	return &fileWriter{
@@ -93,10 +98,7 @@ func (w *fileWriter) BeginBatch() { w.batchAt = w.s.cfg.Now() }
 // roll closes the current part (synced now if the disk is healthy, else at
 // the next PreCommit).
 func (w *fileWriter) roll() {
-	p := w.cur
-	w.cur = nil
-	p.state = partRolled
-	w.parts = append(w.parts, p)
+	p := w.rollLater()
 	if w.ioErr == nil {
 		if err := p.finish(w.s.fs, w.s.cfg.Path); err != nil {
 			w.ioFailed(err)
@@ -120,6 +122,15 @@ func (w *fileWriter) backlog() int {
 	return n
 }
 
+// rollLater closes the current part without syncing it.
+func (w *fileWriter) rollLater() *part {
+	p := w.cur
+	w.cur = nil
+	p.state = partRolled
+	w.parts = append(w.parts, p)
+	return p
+}
+
 // PreCommit syncs and closes the current part, renames every finished part
 // to its pending name, fsyncs the directory and returns the committables not
 // yet Committed: n's (if anything was written) and those carried over.
@@ -127,11 +138,12 @@ func (w *fileWriter) PreCommit(_ context.Context, id checkpoint.ID) ([]Committab
 	if w.closed {
 		return nil, ErrClosed
 	}
+	w.takeReturned()
 	if w.cur != nil {
 		w.roll()
 	}
 	w.ioErr = nil
-	if err := w.stage(id); err != nil {
+	if err := stage(w.s, w.instance, id, w.parts); err != nil {
 		w.ioErr = err
 		w.log.Warn().Err(err).Uint64("checkpoint", uint64(id)).Msg("pre-commit failed; output carried to the next checkpoint")
 		return nil, fmt.Errorf("file sink writer %d pre-commit %d: %w: %w", w.instance, id, ErrNotDurable, err)
@@ -150,23 +162,77 @@ func (w *fileWriter) PreCommit(_ context.Context, id checkpoint.ID) ([]Committab
 	return slices.Clone(w.carried), nil
 }
 
+// PreCommitAsync is PreCommit with the syncs and renames left to finish.
+// The parts it closes off leave the writer: only finish touches them, and a
+// failed finish hands them back for the next pre-commit.
+func (w *fileWriter) PreCommitAsync(_ context.Context, id checkpoint.ID) ([]Committable, func() error, error) {
+	if w.closed {
+		return nil, nil, ErrClosed
+	}
+	w.takeReturned()
+	if w.cur != nil {
+		w.rollLater()
+	}
+	w.ioErr = nil
+	staged := w.parts
+	w.parts = nil
+	finals := make([]string, len(staged))
+	for i, p := range staged {
+		finals[i] = p.final
+		if p.state != partPending { // renamed at finish, unless an earlier pre-commit did
+			finals[i] = w.s.names.finalName(w.instance, id, p.seq)
+		}
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(staged) > 0 {
+		w.carried = append(w.carried, w.s.names.encode(id, w.instance, finals))
+	}
+	cs := slices.Clone(w.carried)
+	finish := func() error {
+		err := stage(w.s, w.instance, id, staged)
+		if err == nil {
+			w.log.Debug().Uint64("checkpoint", uint64(id)).Int("files", len(staged)).Msg("pre-committed")
+			return nil
+		}
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.carried = slices.DeleteFunc(w.carried, func(c Committable) bool { return c.Checkpoint == id })
+		w.returned = staged
+		w.log.Warn().Err(err).Uint64("checkpoint", uint64(id)).Msg("pre-commit failed; output carried to the next checkpoint")
+		return fmt.Errorf("file sink writer %d pre-commit %d: %w: %w", w.instance, id, ErrNotDurable, err)
+	}
+	return cs, finish, nil
+}
+
+// takeReturned puts the parts of a failed asynchronous finish back in
+// front of the parts rolled since.
+func (w *fileWriter) takeReturned() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.returned) > 0 {
+		w.parts = append(w.returned, w.parts...)
+		w.returned = nil
+	}
+}
+
 // stage makes every rolled part durable under its pending name. A part
-// renamed by an earlier, failed PreCommit keeps the name it got then.
-func (w *fileWriter) stage(id checkpoint.ID) error {
-	fs, dir := w.s.fs, w.s.cfg.Path
-	for _, p := range w.parts {
+// renamed by an earlier, failed pre-commit keeps the name it got then.
+func stage(s *File, instance int, id checkpoint.ID, parts []*part) error {
+	fs, dir := s.fs, s.cfg.Path
+	for _, p := range parts {
 		if err := p.finish(fs, dir); err != nil {
 			return err
 		}
 	}
-	if len(w.parts) == 0 {
+	if len(parts) == 0 {
 		return nil
 	}
-	for _, p := range w.parts {
+	for _, p := range parts {
 		if p.state == partPending {
 			continue
 		}
-		final := w.s.names.finalName(w.instance, id, p.seq)
+		final := s.names.finalName(instance, id, p.seq)
 		if err := fs.Rename(fs.PathJoin(dir, p.name), fs.PathJoin(dir, pendingName(final))); err != nil {
 			return fmt.Errorf("rename %s: %w", p.name, err)
 		}
@@ -190,6 +256,7 @@ func (w *fileWriter) Close() error {
 	}
 	w.closed = true
 	defer w.s.release(w.instance)
+	w.takeReturned()
 	var errs []error
 	for _, p := range append(w.parts, w.cur) {
 		if p != nil {

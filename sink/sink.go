@@ -69,6 +69,22 @@ type Writer interface {
 	Close() error
 }
 
+// AsyncPreCommitter is implemented by writers whose pre-commit can finish
+// in the background, so that the owner goes on writing while the output of
+// barrier n becomes durable (Flink's asynchronous snapshot phase).
+//
+// PreCommitAsync(n) is the synchronous part: it closes off everything
+// written so far (later Writes go to new output) and returns the
+// committables PreCommit(n) would return, plus finish, which makes n's
+// output durable. The owner calls finish once, on any goroutine, and may
+// Write meanwhile; it acknowledges n only after finish returned nil, and
+// calls neither PreCommitAsync, PreCommit nor Close before finish returned.
+// If finish fails, n must be declined: its output is carried to the next
+// pre-commit as after a failed PreCommit.
+type AsyncPreCommitter interface {
+	PreCommitAsync(ctx context.Context, id checkpoint.ID) (cs []Committable, finish func() error, err error)
+}
+
 // Batcher is implemented by writers that save per-record work when told a
 // batch of Writes follows: the file sink reads its clock (for roll_age) once
 // per batch instead of once per record. The owner calls BeginBatch right

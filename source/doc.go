@@ -21,4 +21,11 @@
 // between two batches Run copies the positions (the snapshot of n) and calls
 // Emitter.Barrier(n, positions), so the barrier follows every record emitted
 // before it and precedes every record after it.
+//
+// Memory: a reader holds two fetches at most, the one being handed on and
+// the one its client reads ahead meanwhile (Run asks for the next fetch only
+// when the last is handed on; fetch_max_partition_bytes bounds their size).
+// franz-go decodes into record arrays lent by a pool (pool.go) that come back
+// as soon as the records are copied into a batch; batches come from
+// record.NewBatch and the worker that wrote them releases them.
 package source
