@@ -65,14 +65,19 @@ func (p *part) flush(fs vfs.FS, dir string) error {
 const writeBackEvery = 4 << 20
 
 // startWriteBack asks the OS to start writing the part's data to disk
-// (sync_file_range on Linux; it waits for the previous range first, which
-// paces the writer to the disk), keeping the last MiB dirty because it may
-// still be rewritten by the page cache. It guarantees nothing: durability
-// comes from the fsync in finish, which then has little left to do, so a
-// checkpoint's pre-commit stays short. An error here is left to that fsync.
+// (sync_file_range on Linux, without waiting for earlier write-back; SyncTo
+// elsewhere), keeping the last MiB dirty because it may still be rewritten
+// by the page cache. It guarantees nothing: durability comes from the fsync
+// in finish, which then has little left to do, so a checkpoint's pre-commit
+// stays short (without write-back: 430 ms instead of 80 ms at 190 MB/s). An
+// error here is left to that fsync.
 func (p *part) startWriteBack() {
 	to := p.off - 1<<20
 	if to-p.written < writeBackEvery {
+		return
+	}
+	if startWriteBackRange(p.f, p.written, to-p.written) {
+		p.written = to
 		return
 	}
 	if _, err := p.f.SyncTo(to); err == nil {
