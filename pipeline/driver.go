@@ -127,7 +127,7 @@ func (d *driver) perform(ctx context.Context, a checkpoint.Action) checkpoint.Ev
 
 func (d *driver) persist(md checkpoint.Metadata) checkpoint.Event {
 	acked := time.Now()
-	if err := d.store.Save(md); err != nil {
+	if err := d.store.Persist(md); err != nil {
 		d.log.Warn().Err(err).Uint64("checkpoint", uint64(md.ID)).Msg("checkpoint metadata not persisted; the job goes on")
 		return checkpoint.MetadataPersistFailed{ID: md.ID, Err: err}
 	}
@@ -178,6 +178,7 @@ func (d *driver) complete(ctx context.Context, a checkpoint.NotifyComplete) {
 	if d.onCommit != nil {
 		d.onCommit(md, r)
 	}
+	d.store.Collect() // retention, off the checkpoint's critical path
 }
 
 // abort tells the workers to stop aligning the checkpoint (duty 8) and the

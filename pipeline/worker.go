@@ -170,10 +170,10 @@ func (w *worker) process(ctx context.Context, b batch) error {
 func (w *worker) snapshot(ctx context.Context, b checkpoint.Barrier, al checkpoint.Alignment) error {
 	w.awaitFinish()
 	start := time.Now()
-	snap, m, finish, err := w.takeSnapshot(ctx, b.ID)
+	snap, m, wait, err := w.takeSnapshot(ctx, b.ID)
 	m.Sync = time.Since(start)
 	m.Alignment = al.Duration
-	if err != nil || finish == nil {
+	if err != nil || wait == nil {
 		return w.conclude(ctx, b.ID, snap, m, err)
 	}
 	done := make(chan struct{})
@@ -181,9 +181,11 @@ func (w *worker) snapshot(ctx context.Context, b checkpoint.Barrier, al checkpoi
 	go func() {
 		defer close(done)
 		began := time.Now()
-		err := finish()
+		err := wait()
+		// Async: how long the sink's rest ran on after the synchronous part.
+		// conclude fails only when the job is stopping.
 		m.Async = time.Since(began)
-		_ = w.conclude(ctx, b.ID, snap, m, err) // errors here: the job is stopping
+		_ = w.conclude(ctx, b.ID, snap, m, err)
 	}()
 	return nil
 }
@@ -213,74 +215,60 @@ func (w *worker) conclude(ctx context.Context, id checkpoint.ID, snap checkpoint
 	return sendEvent(ctx, w.events, checkpoint.Ack{Task: w.task, ID: id, Snapshot: snap, Metrics: m})
 }
 
-// takeSnapshot takes the synchronous part of the snapshot; finish, if not
-// nil, is the sink's asynchronous rest (see sink.AsyncPreCommitter).
-func (w *worker) takeSnapshot(ctx context.Context, id checkpoint.ID) (snap checkpoint.Snapshot, m checkpoint.Metrics, finish func() error, err error) {
-	var data workerData
-	// The state snapshot and the sink's pre-commit are independent I/O
-	// (each mostly waits for its fsyncs): they run side by side. The worker
-	// touches neither the store nor the writer until both are done.
-	type stateSnap struct {
-		h   state.Handle
-		err error
-	}
-	var stateDone chan stateSnap
-	rel := snapshotDir(id, w.index)
-	if w.state != nil {
-		stateDone = make(chan stateSnap, 1)
-		go func() {
-			h, err := w.state.Snapshot(filepath.Join(w.stateRoot, rel))
-			stateDone <- stateSnap{h, err}
-		}()
+// takeSnapshot takes the synchronous part of the snapshot: the sink's
+// pre-commit, whose asynchronous rest (see sink.AsyncPreCommitter) starts
+// at once on its own goroutine, and the state snapshot beside it. wait, if
+// not nil, waits for that rest: the checkpoint may be acked once it
+// returned nil.
+func (w *worker) takeSnapshot(ctx context.Context, id checkpoint.ID) (snap checkpoint.Snapshot, m checkpoint.Metrics, wait func() error, err error) {
+	if err := w.bad.flush(ctx); err != nil {
+		return snap, m, nil, err
 	}
 	var (
-		cs    []sink.Committable
-		pcErr error
+		data workerData
+		cs   []sink.Committable
 	)
-	flushErr := w.bad.flush(ctx)
-	if flushErr == nil {
-		if apc, ok := w.writer.(sink.AsyncPreCommitter); ok {
-			cs, finish, pcErr = apc.PreCommitAsync(ctx, id)
-		} else {
-			cs, pcErr = w.writer.PreCommit(ctx, id)
+	if apc, ok := w.writer.(sink.AsyncPreCommitter); ok {
+		var finish func() error
+		if cs, finish, err = apc.PreCommitAsync(ctx, id); err != nil {
+			return snap, m, nil, fmt.Errorf("sink pre-commit: %w", err)
 		}
-		if pcErr != nil {
-			pcErr = fmt.Errorf("sink pre-commit: %w", pcErr)
+		done := make(chan error, 1)
+		go func() { done <- finish() }()
+		wait = func() error {
+			if err := <-done; err != nil {
+				return fmt.Errorf("sink pre-commit: %w", err)
+			}
+			return nil
 		}
+	} else if cs, err = w.writer.PreCommit(ctx, id); err != nil {
+		return snap, m, nil, fmt.Errorf("sink pre-commit: %w", err)
 	}
-	if stateDone != nil {
-		st := <-stateDone
-		if st.err != nil {
-			err = errors.Join(fmt.Errorf("state snapshot: %w", st.err), flushErr, pcErr)
-			return snap, m, nil, errors.Join(err, abandon(finish))
+	// A failure from here on still waits for the sink's rest: the writer
+	// must get its output back before the next pre-commit.
+	fail := func(err error) (checkpoint.Snapshot, checkpoint.Metrics, func() error, error) {
+		if wait != nil {
+			err = errors.Join(err, wait())
+		}
+		return snap, m, nil, err
+	}
+	if w.state != nil {
+		rel := snapshotDir(id, w.index)
+		h, err := w.state.Snapshot(filepath.Join(w.stateRoot, rel))
+		if err != nil {
+			return fail(fmt.Errorf("state snapshot: %w", err))
 		}
 		data.State = rel
-		m.Bytes = st.h.Bytes
-		for _, f := range st.h.Files {
+		m.Bytes = h.Bytes
+		for _, f := range h.Files {
 			snap.Files = append(snap.Files, rel+"/"+f)
 		}
-	}
-	if err := errors.Join(flushErr, pcErr); err != nil {
-		return snap, m, nil, err
 	}
 	data.Committables = cs
 	enc, err := data.encode()
 	if err != nil {
-		return snap, m, nil, errors.Join(err, abandon(finish))
+		return fail(err)
 	}
 	snap.Data = enc
-	return snap, m, finish, nil
-}
-
-// abandon runs the sink's asynchronous pre-commit of a snapshot that failed
-// anyway, so that the writer gets its output back for the next checkpoint
-// (a finish must run once before the next pre-commit).
-func abandon(finish func() error) error {
-	if finish == nil {
-		return nil
-	}
-	if err := finish(); err != nil {
-		return fmt.Errorf("sink pre-commit: %w", err)
-	}
-	return nil
+	return snap, m, wait, nil
 }

@@ -32,7 +32,8 @@
 //
 // # Write protocol
 //
-// Save(md) performs, in this order:
+// Save(md) performs, in this order (Persist does steps 1-4 and Collect steps
+// 5-7, for a caller that wants the clean-up after the checkpoint's commit):
 //
 //  1. Create <dir>/chk-<id>.meta.tmp and write the encoded metadata.
 //  2. Fsync the temp file, then close it.

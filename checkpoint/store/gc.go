@@ -11,10 +11,13 @@ import (
 	"github.com/connector-dev/connector/internal/fsutil"
 )
 
-// collect applies retention and deletes unreferenced state files (steps 5-7
-// of the write protocol). It runs only after a checkpoint became durable;
-// failures are logged and retried by the next Save.
-func (s *Store) collect() {
+// Collect applies retention and deletes unreferenced state files (steps 5-7
+// of the write protocol): call it after a Persist, when the checkpoint's
+// latency no longer matters. Failures are logged and retried by the next
+// Save or Collect.
+func (s *Store) Collect() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if err := s.collectErr(); err != nil {
 		s.log.Warn().Err(err).Msg("checkpoint clean-up incomplete, the next save retries it")
 	}

@@ -21,10 +21,23 @@ import (
 // id on disk (MaxID) and state file paths must be clean and relative.
 //
 // After the metadata is durable Save applies retention and deletes state
-// files no retained checkpoint references. A failure there is logged, not
-// returned: the checkpoint is complete regardless, and the next Save
-// retries the clean-up.
+// files no retained checkpoint references (Collect). A failure there is
+// logged, not returned: the checkpoint is complete regardless, and the next
+// Save or Collect retries the clean-up.
 func (s *Store) Save(md checkpoint.Metadata) error {
+	if err := s.Persist(md); err != nil {
+		return err
+	}
+	s.Collect()
+	return nil
+}
+
+// Persist is Save without the clean-up (steps 1-4 of the write protocol):
+// the runtime persists a checkpoint with it and calls Collect once the
+// checkpoint is committed, so that deleting the files of dropped
+// checkpoints (unlinks and directory fsyncs) does not lengthen the
+// checkpoint. Its errors are Save's.
+func (s *Store) Persist(md checkpoint.Metadata) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.validate(&md); err != nil {
@@ -39,7 +52,6 @@ func (s *Store) Save(md checkpoint.Metadata) error {
 		return fmt.Errorf("save checkpoint %d: %w: %w", md.ID, ErrNotDurable, err)
 	}
 	s.log.Debug().Uint64("checkpoint", uint64(md.ID)).Int("bytes", len(buf)).Msg("checkpoint metadata durable")
-	s.collect()
 	return nil
 }
 

@@ -254,3 +254,26 @@ func TestListAndLoadAreSafeDuringSaves(t *testing.T) {
 		}
 	}
 }
+
+// TestPersistLeavesRetentionToCollect: Persist makes a checkpoint durable
+// without dropping older ones; Collect then applies retention as Save does.
+func TestPersistLeavesRetentionToCollect(t *testing.T) {
+	fs := newMem(t)
+	writeState(t, fs, "w/1.sst", "w/2.sst")
+	s, _ := openStore(t, fs, 1)
+	must(t, s.Persist(meta(1, "w/1.sst")))
+	must(t, s.Persist(meta(2, "w/2.sst")))
+	if got := restorable(t, s); !slices.Equal(got, []checkpoint.ID{2, 1}) && !slices.Equal(got, []checkpoint.ID{1, 2}) {
+		t.Fatalf("after two Persists: restorable %v, want both (no clean-up yet)", got)
+	}
+	if !stateExists(fs, "w/1.sst") {
+		t.Fatal("Persist deleted w/1.sst")
+	}
+	s.Collect()
+	if got := restorable(t, s); !slices.Equal(got, []checkpoint.ID{2}) {
+		t.Fatalf("after Collect: restorable %v, want [2]", got)
+	}
+	if stateExists(fs, "w/1.sst") || !stateExists(fs, "w/2.sst") {
+		t.Fatal("Collect must delete w/1.sst (dropped checkpoint 1) and keep w/2.sst")
+	}
+}
