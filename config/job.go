@@ -53,10 +53,10 @@ type Source struct {
 	// FetchMaxBytes caps one fetch response. Default 50MiB.
 	FetchMaxBytes ByteSize `yaml:"fetch_max_bytes"`
 	// FetchMaxPartitionBytes caps one partition's share of a fetch
-	// response (Kafka's max.partition.fetch.bytes). Default 256KiB, not
-	// Kafka's 1MiB: a reader holds up to three fetches (one being handed
-	// on, one waiting, one arriving), decoded; with 1MiB the job's peak
-	// memory was 2.3x as high for the same throughput (bench/RESULTS.md).
+	// response (Kafka's max.partition.fetch.bytes). Default 512KiB, not
+	// Kafka's 1MiB: a reader holds two fetches (one being handed on, one
+	// read ahead), each decoded in full; 512KiB kept the throughput of 1MiB
+	// (256KiB did not) at about half the memory (bench/RESULTS.md).
 	FetchMaxPartitionBytes ByteSize `yaml:"fetch_max_partition_bytes"`
 }
 

@@ -21,11 +21,12 @@
 // Following barrier n: driver performs TriggerSources(n) -> Reader.Trigger ->
 // emitter.Barrier (acks the source's offsets, sends n on every channel) ->
 // worker.run (Aligner: SnapshotAndForward once n came on every channel) ->
-// worker.snapshot: state.Store.Snapshot beside sink PreCommit, Ack -> driver:
-// PersistMetadata (store.Save) -> NotifyComplete: sink Commit, writers
-// Committed, source offsets committed to the group. The "checkpoint
-// completed" log line splits its duration into these phases: acked (trigger
-// to the last ack), persist, commit.
+// worker.snapshot: sink PreCommitAsync, then state.Store.Snapshot while the
+// sink's finish runs on another goroutine, which sends the Ack -> driver:
+// PersistMetadata (store.Persist) -> NotifyComplete: sink Commit, writers
+// Committed, source offsets committed to the group, then store.Collect
+// (retention). The "checkpoint completed" log line splits its duration into
+// these phases: acked (trigger to the last ack), persist, commit.
 //
 // It owns no decision about checkpoints (package checkpoint decides), no
 // Kafka protocol (package source), no output format (package sink).

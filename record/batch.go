@@ -1,6 +1,6 @@
 package record
 
-import "sync"
+import "github.com/connector-dev/connector/internal/slicepool"
 
 // Batches of records are the unit the source hands downstream, several
 // thousand a second per reader. Their backing arrays are recycled through a
@@ -12,32 +12,14 @@ import "sync"
 // into per-worker parts) calls Release and must not touch it afterwards. A
 // batch that is never released is simply garbage collected.
 
-var batches = sync.Pool{New: func() any { return new([]Record) }}
+var batches slicepool.Pool[Record]
 
 // NewBatch returns an empty batch with room for at least n records.
-func NewBatch(n int) []Record {
-	p := batches.Get().(*[]Record)
-	b := *p
-	*p = nil
-	boxes.Put(p)
-	if cap(b) < n {
-		return make([]Record, 0, n)
-	}
-	return b[:0]
-}
+func NewBatch(n int) []Record { return batches.Get(n) }
 
 // Release returns b's backing array to the pool. The records in it are
 // zeroed first so that the pool keeps no record values alive.
 func Release(b []Record) {
-	if cap(b) == 0 {
-		return
-	}
 	clear(b)
-	p := boxes.Get().(*[]Record)
-	*p = b[:0]
-	batches.Put(p)
+	batches.Put(b)
 }
-
-// boxes holds empty slice headers for the pool, so that neither NewBatch nor
-// Release allocates in the steady state.
-var boxes = sync.Pool{New: func() any { return new([]Record) }}

@@ -260,15 +260,21 @@ func TestRollByAgeStartsNewPartOnceThePartIsOld(t *testing.T) {
 	clock.Advance(2 * time.Minute)
 	writeRange(t, w, 30, 40) // third part
 	commit(t, s, preCommit(t, w, 5))
+	assertParts(t, fs, 20, "part-orders-w0-5-0.jsonl", "part-orders-w0-5-1.jsonl", "part-orders-w0-5-2.jsonl")
+	assertExactlyOnce(t, fs, ids(0, 40))
+}
+
+// assertParts checks that exactly the parts want are visible, the first
+// holding first records.
+func assertParts(t *testing.T, fs vfs.FS, first int, want ...string) {
+	t.Helper()
 	visible, _ := listDir(t, fs)
-	want := []string{"part-orders-w0-5-0.jsonl", "part-orders-w0-5-1.jsonl", "part-orders-w0-5-2.jsonl"}
 	if strings.Join(visible, " ") != strings.Join(want, " ") {
 		t.Fatalf("visible %v, want %v", visible, want)
 	}
-	if n := strings.Count(string(readFile(t, fs, want[0])), "\n"); n != 20 {
-		t.Fatalf("first part holds %d records, want 20", n)
+	if n := strings.Count(string(readFile(t, fs, want[0])), "\n"); n != first {
+		t.Fatalf("first part holds %d records, want %d", n, first)
 	}
-	assertExactlyOnce(t, fs, ids(0, 40))
 }
 
 func TestRollByAgeInBatchesReadsTheClockOncePerBatch(t *testing.T) {
@@ -287,14 +293,7 @@ func TestRollByAgeInBatchesReadsTheClockOncePerBatch(t *testing.T) {
 	b.BeginBatch()
 	writeRange(t, w, 20, 30) // the part is old now: a second part
 	commit(t, s, preCommit(t, w, 5))
-	visible, _ := listDir(t, fs)
-	want := []string{"part-orders-w0-5-0.jsonl", "part-orders-w0-5-1.jsonl"}
-	if strings.Join(visible, " ") != strings.Join(want, " ") {
-		t.Fatalf("visible %v, want %v", visible, want)
-	}
-	if n := strings.Count(string(readFile(t, fs, want[0])), "\n"); n != 20 {
-		t.Fatalf("first part holds %d records, want 20", n)
-	}
+	assertParts(t, fs, 20, "part-orders-w0-5-0.jsonl", "part-orders-w0-5-1.jsonl")
 	assertExactlyOnce(t, fs, ids(0, 30))
 }
 

@@ -133,33 +133,20 @@ func (w *fileWriter) rollLater() *part {
 
 // PreCommit syncs and closes the current part, renames every finished part
 // to its pending name, fsyncs the directory and returns the committables not
-// yet Committed: n's (if anything was written) and those carried over.
-func (w *fileWriter) PreCommit(_ context.Context, id checkpoint.ID) ([]Committable, error) {
-	if w.closed {
-		return nil, ErrClosed
+// yet Committed: n's (if anything was written) and those carried over. It is
+// PreCommitAsync with its finish run at once; on failure the parts stay with
+// the writer (and count towards its backlog) for the next pre-commit.
+func (w *fileWriter) PreCommit(ctx context.Context, id checkpoint.ID) ([]Committable, error) {
+	cs, finish, err := w.PreCommitAsync(ctx, id)
+	if err != nil {
+		return nil, err
 	}
-	w.takeReturned()
-	if w.cur != nil {
-		w.roll()
-	}
-	w.ioErr = nil
-	if err := stage(w.s, w.instance, id, w.parts); err != nil {
+	if err := finish(); err != nil {
+		w.takeReturned()
 		w.ioErr = err
-		w.log.Warn().Err(err).Uint64("checkpoint", uint64(id)).Msg("pre-commit failed; output carried to the next checkpoint")
-		return nil, fmt.Errorf("file sink writer %d pre-commit %d: %w: %w", w.instance, id, ErrNotDurable, err)
+		return nil, err
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if len(w.parts) > 0 {
-		finals := make([]string, len(w.parts))
-		for i, p := range w.parts {
-			finals[i] = p.final
-		}
-		w.carried = append(w.carried, w.s.names.encode(id, w.instance, finals))
-		w.parts = nil
-		w.log.Debug().Uint64("checkpoint", uint64(id)).Int("files", len(finals)).Msg("pre-committed")
-	}
-	return slices.Clone(w.carried), nil
+	return cs, nil
 }
 
 // PreCommitAsync is PreCommit with the syncs and renames left to finish.

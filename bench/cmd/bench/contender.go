@@ -287,16 +287,27 @@ func filepathWalkAll(dir string, total *int64) error {
 	})
 }
 
-// drain runs a contender from an empty output until the topic is drained.
-func (b *bench) drain(s spec) *result {
+// begin prepares run s: its empty run directory and its result, then waits
+// for a quiet machine. ok is false if the directory could not be made (the
+// result says why).
+func (b *bench) begin(s spec) (dir string, r *result, ok bool) {
 	dir, err := b.runDir(s)
-	r := newResult(s, dir)
+	r = newResult(s, dir)
 	if err != nil {
 		r.Err = err.Error()
-		return r
+		return dir, r, false
 	}
 	b.waitQuiet()
 	b.log("%s / %s: starting (%s, parallelism %d)", s.section, s.label, s.topic.Name, s.parallelism)
+	return dir, r, true
+}
+
+// drain runs a contender from an empty output until the topic is drained.
+func (b *bench) drain(s spec) *result {
+	dir, r, ok := b.begin(s)
+	if !ok {
+		return r
+	}
 	busy0, broker0 := cpuBusy(), pidCPU(b.o.brokerPID)
 	p, addr, err := b.launch(s, dir, false, "contender.log")
 	if err != nil {
@@ -541,14 +552,10 @@ func (b *bench) finishRaw(r *result, p *proc, busy0, broker0 time.Duration, s sp
 // from the restart to the first newly committed record; then it lets the
 // run drain and checks that every record arrived exactly once.
 func (b *bench) recovery(s spec) *result {
-	dir, err := b.runDir(s)
-	r := newResult(s, dir)
-	if err != nil {
-		r.Err = err.Error()
+	dir, r, ok := b.begin(s)
+	if !ok {
 		return r
 	}
-	b.waitQuiet()
-	b.log("%s / %s: starting (%s, parallelism %d)", s.section, s.label, s.topic.Name, s.parallelism)
 	out := filepath.Join(dir, "out")
 	expected := s.topic.outputBytes()
 	p, _, err := b.launch(s, dir, false, "contender.log")
