@@ -57,8 +57,9 @@
 //  8. Abort(n, reason): tell every task: Aligner.Abort(now, n), sources drop
 //     what they recorded for n. Sinks keep what they pre-committed for n
 //     pending: a later checkpoint records and commits it.
-//  9. Discard(n, files): hand the files to the store, which deletes those no
-//     retained completed checkpoint references. Never touches sink data.
+//  9. Discard(n, files): the files may be deleted, except those a retained
+//     completed checkpoint references (see Snapshot files below). Never
+//     touches sink data.
 //  10. FailJob(reason): stop every task and restart the job from step 1 with a
 //     new Coordinator. Do not step this one again (it ignores everything).
 //  11. Route each task's Ack (snapshot handle and Metrics) and Decline to
@@ -77,10 +78,12 @@
 // CancelMarker and Decline with the reason; InputEnded, end its outputs. It
 // should not read channels that are Blocked (then nothing is ever held back).
 //
-// Snapshot files: Discard deletes the files listed for a checkpoint that
+// Snapshot files: Discard lists the files acknowledged for a checkpoint that
 // failed unless a retained completed checkpoint, or an ack already received
-// for a pending one, lists them too. So a task lists in a snapshot only files
-// it wrote for that snapshot or files of checkpoints it was notified complete
-// of, and never lists in a later snapshot a file of a checkpoint that is
-// neither (Flink's rule for incremental snapshots).
+// for a pending one, lists them too. A runtime whose tasks list in a snapshot
+// only files they wrote for that snapshot or files of checkpoints they were
+// notified complete of (Flink's rule for incremental snapshots) may delete
+// them. The pipeline's workers do not follow that rule (a changelog written
+// for a failed checkpoint starts the next one's chain), so its driver
+// deletes nothing on Discard and removes unreferenced files at start.
 package checkpoint

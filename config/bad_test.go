@@ -131,6 +131,11 @@ func TestBadConfigsNameFileLineAndKey(t *testing.T) {
 			want: `config.yaml:5: source.fetch_max_partition_bytes: must be positive, got 0B`,
 		},
 		{
+			name: "zero full snapshot size",
+			yaml: doc("name: orders", "kafka: {brokers: [localhost:9092]}", "source: {topics: [orders]}", "state: {full_snapshot_after: 0}", "sink: {type: file, path: ./out}"),
+			want: `config.yaml:4: state.full_snapshot_after: must be positive, got 0B`,
+		},
+		{
 			name: "bad roll size",
 			yaml: doc("name: orders", "kafka: {brokers: [localhost:9092]}", "source: {topics: [orders]}", "sink: {type: file, path: ./out, roll_size: 64 parsecs}"),
 			want: `config.yaml:4: sink.roll_size: "64 parsecs" is not a byte size`,

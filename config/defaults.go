@@ -51,6 +51,7 @@ func fillDefaults(j *Job, set func(key string) bool) {
 	num("checkpoint.tolerable_failures", &c.TolerableFailures, 5)
 
 	str("state.dir", &j.State.Dir, "./data/state")
+	size("state.full_snapshot_after", &j.State.FullSnapshotAfter, 64*MiB)
 
 	p := &j.Pipeline
 	num("pipeline.parallelism", &p.Parallelism, 1)

@@ -18,7 +18,7 @@ func TestMinimalFileGetsDesignDefaults(t *testing.T) {
 			Interval: time.Second, Timeout: 60 * time.Second, MinPause: 0, MaxConcurrent: 1, Retained: 3,
 			Mode: ExactlyOnce, Dir: "./data/checkpoints", InitialDelay: time.Second, TolerableFailures: 5,
 		},
-		State:    State{Dir: "./data/state"},
+		State:    State{Dir: "./data/state", FullSnapshotAfter: 64 * MiB},
 		Pipeline: Pipeline{Parallelism: 1, ChannelCapacity: 1024, OnDecodeError: OnDecodeError{Policy: DecodeFail}},
 		Sink:     Sink{Type: SinkFile, Path: "./out", Format: FormatJSONL, RollSize: 128 * MiB, RollAge: 5 * time.Minute},
 		HTTP:     HTTP{Addr: "127.0.0.1:8080"},

@@ -84,6 +84,12 @@ type Checkpoint struct {
 // State is where operator state (Pebble) lives.
 type State struct {
 	Dir string `yaml:"dir"` // default ./data/state
+	// FullSnapshotAfter: a checkpoint writes only what a worker's state
+	// changed since the last barrier (a changelog); once a worker's
+	// changelogs since its last full snapshot reach this size, a full
+	// snapshot is taken in the background. A restore applies at most about
+	// this much changelog. Default 64MiB.
+	FullSnapshotAfter ByteSize `yaml:"full_snapshot_after"`
 }
 
 // Pipeline is the task graph between source and sink.

@@ -109,6 +109,7 @@ func (v *validator) checkpoint() {
 	v.notNegative("checkpoint.initial_delay", c.InitialDelay)
 	v.atLeast("checkpoint.tolerable_failures", c.TolerableFailures, 0)
 	v.required("state.dir", v.j.State.Dir)
+	v.positiveSize("state.full_snapshot_after", v.j.State.FullSnapshotAfter)
 }
 
 func (v *validator) http() {

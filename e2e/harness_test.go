@@ -118,6 +118,8 @@ type jobSpec struct {
 	Parallelism int              // pipeline.parallelism; default 1
 	Interval    time.Duration    // checkpoint.interval; default 300ms
 	Transforms  []map[string]any // pipeline.transforms, as written in YAML
+	// FullSnapshotAfter is state.full_snapshot_after ("" for the default).
+	FullSnapshotAfter string
 }
 
 // job is one connector job: a topic, a working directory and the runs
@@ -203,6 +205,10 @@ func (j *job) writeConfig(file, addr string) string {
 	for _, tr := range j.spec.Transforms {
 		transforms = append(transforms, tr)
 	}
+	stateConfig := map[string]any{"dir": filepath.Join(j.dir, "state")}
+	if j.spec.FullSnapshotAfter != "" {
+		stateConfig["full_snapshot_after"] = j.spec.FullSnapshotAfter
+	}
 	cfg := map[string]any{
 		"name":  j.name,
 		"kafka": map[string]any{"brokers": j.brokers.Addrs},
@@ -215,7 +221,7 @@ func (j *job) writeConfig(file, addr string) string {
 			"interval": j.spec.Interval.String(),
 			"dir":      filepath.Join(j.dir, "checkpoints"),
 		},
-		"state": map[string]any{"dir": filepath.Join(j.dir, "state")},
+		"state": stateConfig,
 		"pipeline": map[string]any{
 			"parallelism": j.spec.Parallelism,
 			"transforms":  transforms,

@@ -13,7 +13,10 @@ import (
 // start) and restarted each time; then it drains, is stopped with SIGTERM
 // (exit 0), and its visible output holds every id exactly once. With a dedup
 // transform, some ids are also produced twice on purpose, and still appear
-// once.
+// once; its state.full_snapshot_after is small, so that workers restore
+// from every kind of state snapshot: changelogs on a full snapshot taken in
+// the background while the worker wrote on, and full snapshots taken at a
+// barrier (after a restart's backlog).
 func TestExactlyOnceUnderRandomSIGKILL(t *testing.T) {
 	b := cluster(t)
 	dedup := []map[string]any{{"type": "dedup", "key": "id", "ttl": "1h"}}
@@ -24,7 +27,7 @@ func TestExactlyOnceUnderRandomSIGKILL(t *testing.T) {
 	}{
 		{"parallelism-1", jobSpec{Parallelism: 1}, 0},
 		{"parallelism-4", jobSpec{Parallelism: 4}, 0},
-		{"parallelism-4-dedup", jobSpec{Parallelism: 4, Transforms: dedup}, 20},
+		{"parallelism-4-dedup", jobSpec{Parallelism: 4, Transforms: dedup, FullSnapshotAfter: "32KiB"}, 20},
 	} {
 		t.Run(tc.name, func(t *testing.T) { randomKills(t, b, tc.spec, tc.dupEvery) })
 	}
@@ -76,4 +79,31 @@ func randomKills(t *testing.T, b kafkatest.Brokers, spec jobSpec, dupEvery int) 
 		extra = fmt.Sprintf("input_duplicates=%d", prod.dups.Load())
 	}
 	j.requireExactlyOnce(n, kills, extra)
+	if spec.FullSnapshotAfter != "" {
+		requireChainRestores(t, j)
+	}
+}
+
+// requireChainRestores checks that some worker restored a full snapshot
+// plus changelogs, and some changelogs alone (state that began empty).
+func requireChainRestores(t *testing.T, j *job) {
+	type restore struct {
+		Full       string `json:"full"`
+		Changelogs int    `json:"changelogs"`
+	}
+	var both, logsOnly, fullOnly int
+	for _, r := range logLines[restore](j, "state restored") {
+		switch {
+		case r.Full != "" && r.Changelogs > 0:
+			both++
+		case r.Full == "":
+			logsOnly++
+		default:
+			fullOnly++
+		}
+	}
+	t.Logf("worker state restores: %d full snapshot + changelogs, %d changelogs only, %d full snapshot only", both, logsOnly, fullOnly)
+	if both == 0 || logsOnly == 0 {
+		t.Errorf("want restores from both a full snapshot plus changelogs and changelogs alone")
+	}
 }

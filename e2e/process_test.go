@@ -228,6 +228,29 @@ func (j *job) logLevels() {
 	}
 }
 
+// logLines decodes the runs' log lines with the given message into new(T)
+// values, in order.
+func logLines[T any](j *job, message string) []T {
+	var out []T
+	for _, p := range j.runs {
+		data, err := os.ReadFile(p.logPath)
+		if err != nil {
+			j.t.Fatalf("read %s: %v", p.logPath, err)
+		}
+		for line := range strings.SplitSeq(string(data), "\n") {
+			if !strings.Contains(line, `"message":"`+message+`"`) {
+				continue
+			}
+			var v T
+			if err := json.Unmarshal([]byte(line), &v); err != nil {
+				j.t.Fatalf("%s: %v: %s", p.logPath, err, line)
+			}
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
 // requireRunning fails the test if p has ended.
 func (j *job) requireRunning(p *proc, when string) {
 	j.t.Helper()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -92,13 +91,19 @@ func (a *attempt) run(ctx context.Context, stop <-chan struct{}) error {
 	stores := make([]*state.Store, p)
 	if stateful {
 		for w := range p {
-			from := ""
-			if dir, ok := rs.state[w]; ok {
-				from = filepath.Join(cfg.State.Dir, dir)
+			sc := state.Config{Dir: states.workDir(w), FullSnapshotAfter: int64(cfg.State.FullSnapshotAfter)}
+			if c, ok := rs.state[w]; ok {
+				sc.RestoreFrom = states.abs(c.base)
+				for _, l := range c.changelogs {
+					sc.Changelogs = append(sc.Changelogs, states.abs(l))
+				}
 			}
-			s, err := state.Open(state.Config{Dir: states.workDir(w), RestoreFrom: from}, log.With().Int("worker", w).Logger())
+			s, err := state.Open(sc, log.With().Int("worker", w).Logger())
 			if err != nil {
 				return fmt.Errorf("restore state of worker %d: %w", w, err)
+			}
+			if c, ok := rs.state[w]; ok {
+				log.Info().Int("worker", w).Str("full", c.base).Int("changelogs", len(c.changelogs)).Msg("state restored")
 			}
 			a.defer_(func() { _ = s.Close() })
 			stores[w] = s
@@ -185,7 +190,7 @@ func (a *attempt) run(ctx context.Context, stop <-chan struct{}) error {
 		}
 		workers[w] = &worker{
 			index: w, task: workerTask(w), ins: ins, aligner: al, chain: chain, state: stores[w],
-			stateRoot: cfg.State.Dir, writer: wr, bad: bad, events: events, metrics: j.metrics,
+			states: states, writer: wr, bad: bad, events: events, metrics: j.metrics,
 			aborts: make(chan checkpoint.ID, 64),
 			log:    log.With().Str("task", string(workerTask(w))).Logger(),
 		}

@@ -21,8 +21,10 @@
 // Following barrier n: driver performs TriggerSources(n) -> Reader.Trigger ->
 // emitter.Barrier (acks the source's offsets, sends n on every channel) ->
 // worker.run (Aligner: SnapshotAndForward once n came on every channel) ->
-// worker.snapshot: sink PreCommitAsync, then state.Store.Snapshot while the
-// sink's finish runs on another goroutine, which sends the Ack -> driver:
+// worker.snapshot: sink PreCommitAsync and state.Store.Checkpoint set aside
+// what belongs to n; the worker goes on while other goroutines run the
+// sink's finish and write the state's changelog (Pending.Wait), then send
+// the Ack -> driver:
 // PersistMetadata (store.Persist) -> NotifyComplete: sink Commit, writers
 // Committed, source offsets committed to the group, then store.Collect
 // (retention). The "checkpoint completed" log line splits its duration into

@@ -118,7 +118,9 @@ func (d *driver) perform(ctx context.Context, a checkpoint.Action) checkpoint.Ev
 	case checkpoint.Abort:
 		d.abort(a)
 	case checkpoint.Discard:
-		d.states.remove(a.ID, a.Files)
+		// Nothing to delete now: a state file acknowledged for a checkpoint
+		// that never completes may still start the next checkpoint's chain
+		// (see stateFiles). The next start removes what nothing references.
 	case checkpoint.FailJob:
 		d.failed = a.Reason
 	}

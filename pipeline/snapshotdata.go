@@ -12,11 +12,13 @@ import (
 )
 
 // workerData is a worker's acknowledged snapshot: its sink's committables and
-// where its keyed state was snapshotted (relative to the state root; "" for a
-// stateless pipeline).
+// its keyed state (a state.Chain, paths relative to the state root): State
+// is the full snapshot ("" for none: a stateless pipeline, or state that
+// began empty), Changelogs what changed after it.
 type workerData struct {
 	Committables []sink.Committable `json:"committables,omitempty"`
 	State        string             `json:"state,omitempty"`
+	Changelogs   []string           `json:"changelogs,omitempty"`
 }
 
 func (d workerData) encode() ([]byte, error) { return json.Marshal(d) }
@@ -32,10 +34,17 @@ func decodeWorkerData(b []byte) (workerData, error) {
 	return d, nil
 }
 
-// snapshotDir is where worker w puts its state for checkpoint id, relative to
-// the state root.
+// snapshotDir is where worker w puts a full snapshot of its state taken at
+// checkpoint id, relative to the state root; snapshotDir + ".changelog" is
+// where it puts the changelog of id.
 func snapshotDir(id checkpoint.ID, w int) string {
 	return path.Join(fmt.Sprintf("chk-%020d", id), fmt.Sprintf("worker-%d", w))
+}
+
+// stateChain is a worker's state to restore, relative to the state root.
+type stateChain struct {
+	base       string
+	changelogs []string
 }
 
 // restored is what a job restores from a completed checkpoint.
@@ -43,14 +52,14 @@ type restored struct {
 	id           checkpoint.ID
 	offsets      source.Offsets
 	committables []sink.Committable
-	state        map[int]string // worker -> state dir relative to the state root
+	state        map[int]stateChain
 	workers      int
 }
 
 // fromMetadata splits a checkpoint into what each part of the job restores.
 // md may be nil (nothing to restore).
 func fromMetadata(md *checkpoint.Metadata) (restored, error) {
-	r := restored{offsets: source.Offsets{}, state: map[int]string{}}
+	r := restored{offsets: source.Offsets{}, state: map[int]stateChain{}}
 	if md == nil {
 		return r, nil
 	}
@@ -80,8 +89,8 @@ func fromMetadata(md *checkpoint.Metadata) (restored, error) {
 			}
 			r.workers++
 			r.committables = append(r.committables, d.Committables...)
-			if d.State != "" {
-				r.state[w] = d.State
+			if d.State != "" || len(d.Changelogs) > 0 {
+				r.state[w] = stateChain{base: d.State, changelogs: d.Changelogs}
 			}
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -13,13 +14,18 @@ import (
 
 // stateFiles manages the state root's layout:
 //
-//	<state.dir>/work/worker-<i>/                 a worker's live Pebble store
-//	<state.dir>/chk-<id>/worker-<i>/<file>       its snapshot for checkpoint id
+//	<state.dir>/work/worker-<i>/                  a worker's live Pebble store
+//	<state.dir>/chk-<id>/worker-<i>/<file>        a full snapshot taken at checkpoint id
+//	<state.dir>/chk-<id>/worker-<i>.changelog     what changed before barrier id
 //
-// The checkpoint store deletes snapshot files once no retained checkpoint
-// references them; stateFiles removes the directories left empty, the
-// files of checkpoints that never completed (Discard), and at start every
-// snapshot that no checkpoint on disk references.
+// A worker's snapshot at checkpoint n is a chain (state.Chain): its latest
+// full snapshot and the changelogs after it, so one file serves many
+// checkpoints, including one that never completed: its changelog starts the
+// next checkpoint's chain. The checkpoint store deletes snapshot files once
+// no retained checkpoint references them; stateFiles removes the
+// directories left empty and, at start, every snapshot file that no
+// checkpoint on disk references (files of checkpoints that never completed
+// and that no later one took over).
 type stateFiles struct {
 	root string
 	log  zerolog.Logger
@@ -29,16 +35,22 @@ func (s *stateFiles) workDir(w int) string {
 	return filepath.Join(s.root, "work", "worker-"+strconv.Itoa(w))
 }
 
-// remove deletes files (relative to the root) of checkpoint id, which will
-// never complete. Every checkpoint snapshots into a directory of its own, so
-// no other checkpoint references them.
-func (s *stateFiles) remove(id checkpoint.ID, files []string) {
-	for _, f := range files {
-		if err := os.Remove(filepath.Join(s.root, filepath.FromSlash(f))); err != nil && !os.IsNotExist(err) {
-			s.log.Warn().Err(err).Str("file", f).Msg("cannot remove a discarded state file")
-		}
+// abs turns a path relative to the root (as checkpoints record it) into
+// one to open; "" stays "".
+func (s *stateFiles) abs(rel string) string {
+	if rel == "" {
+		return ""
 	}
-	s.removeEmptyDirs(id)
+	return filepath.Join(s.root, filepath.FromSlash(rel))
+}
+
+// rel is abs's inverse.
+func (s *stateFiles) rel(path string) (string, error) {
+	if path == "" {
+		return "", nil
+	}
+	r, err := filepath.Rel(s.root, path)
+	return filepath.ToSlash(r), err
 }
 
 // snapshotDirs lists the chk-<id> directories with their ids.
@@ -69,18 +81,33 @@ func (s *stateFiles) maxID() checkpoint.ID {
 
 // removeEmptyDirs removes the snapshot directories of checkpoints up to id
 // that are empty (the store deleted their files). Directories of later
-// checkpoints are left alone: a worker may be snapshotting into one.
+// checkpoints, and directories changed in the last settleTime, are left
+// alone: a worker may be snapshotting into one (a full snapshot in the
+// background creates its directory, then its files).
 func (s *stateFiles) removeEmptyDirs(upTo checkpoint.ID) {
 	for id, dir := range s.snapshotDirs() {
 		if id > upTo {
 			continue
 		}
-		workers, _ := os.ReadDir(dir)
-		for _, w := range workers {
-			_ = os.Remove(filepath.Join(dir, w.Name())) // fails unless empty
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			if p := filepath.Join(dir, e.Name()); e.IsDir() && settled(p) {
+				_ = os.Remove(p) // fails unless empty
+			}
 		}
-		_ = os.Remove(dir)
+		if settled(dir) {
+			_ = os.Remove(dir) // fails while a changelog is left
+		}
 	}
+}
+
+// settleTime is how long a snapshot directory must have been left
+// unchanged before removeEmptyDirs removes it.
+const settleTime = 10 * time.Second
+
+func settled(dir string) bool {
+	fi, err := os.Stat(dir)
+	return err == nil && time.Since(fi.ModTime()) > settleTime
 }
 
 // keepOnly removes every snapshot file that is not in keep (paths relative

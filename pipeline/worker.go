@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"reflect"
 	"time"
 
@@ -24,19 +22,19 @@ import (
 // writes them to its sink writer; at a barrier it snapshots its state and
 // pre-commits its sink, then acknowledges. One goroutine runs it.
 type worker struct {
-	index     int
-	task      checkpoint.TaskID
-	ins       []chan element
-	aligner   *checkpoint.Aligner[batch]
-	chain     *transform.Chain // nil: no transforms
-	state     *state.Store     // nil: stateless
-	stateRoot string
-	writer    sink.Writer
-	bad       *badRecords
-	events    chan<- checkpoint.Event
-	aborts    chan checkpoint.ID // checkpoints the Coordinator aborted
-	metrics   *jobMetrics
-	log       zerolog.Logger
+	index   int
+	task    checkpoint.TaskID
+	ins     []chan element
+	aligner *checkpoint.Aligner[batch]
+	chain   *transform.Chain // nil: no transforms
+	state   *state.Store     // nil: stateless
+	states  *stateFiles
+	writer  sink.Writer
+	bad     *badRecords
+	events  chan<- checkpoint.Event
+	aborts  chan checkpoint.ID // checkpoints the Coordinator aborted
+	metrics *jobMetrics
+	log     zerolog.Logger
 	// finishing is closed when the sink's asynchronous pre-commit of the
 	// last snapshot ended (and the worker acked or declined); nil if none
 	// ran. Only the worker's goroutine reads or replaces it.
@@ -163,17 +161,22 @@ func (w *worker) process(ctx context.Context, b batch) error {
 // the checkpoint and leaves the worker running: the job goes on and a later
 // checkpoint carries what this one could not.
 //
-// If the sink writer pre-commits asynchronously, the worker goes on with
-// the records after the barrier while the writer's finish makes n's output
-// durable on another goroutine, which then acks (or declines); the next
-// snapshot, and the end of run, wait for it first.
+// The synchronous part only closes off what belongs to n: the sink's
+// output up to the barrier (sink.AsyncPreCommitter) and the state changed
+// since the last barrier (state.Store.Checkpoint). The worker then goes on
+// with the records after the barrier while other goroutines make n's part
+// durable and then ack (or decline); the next snapshot, and the end of run,
+// wait for them first.
 func (w *worker) snapshot(ctx context.Context, b checkpoint.Barrier, al checkpoint.Alignment) error {
 	w.awaitFinish()
 	start := time.Now()
-	snap, m, wait, err := w.takeSnapshot(ctx, b.ID)
-	m.Sync = time.Since(start)
-	m.Alignment = al.Duration
-	if err != nil || wait == nil {
+	finish, async, err := w.takeSnapshot(ctx, b.ID)
+	m := checkpoint.Metrics{Sync: time.Since(start), Alignment: al.Duration}
+	if err != nil {
+		return w.conclude(ctx, b.ID, checkpoint.Snapshot{}, m, err)
+	}
+	if !async {
+		snap, err := finish(&m)
 		return w.conclude(ctx, b.ID, snap, m, err)
 	}
 	done := make(chan struct{})
@@ -181,8 +184,8 @@ func (w *worker) snapshot(ctx context.Context, b checkpoint.Barrier, al checkpoi
 	go func() {
 		defer close(done)
 		began := time.Now()
-		err := wait()
-		// Async: how long the sink's rest ran on after the synchronous part.
+		snap, err := finish(&m)
+		// Async: how long the rest ran on after the synchronous part.
 		// conclude fails only when the job is stopping.
 		m.Async = time.Since(began)
 		_ = w.conclude(ctx, b.ID, snap, m, err)
@@ -198,12 +201,11 @@ func (w *worker) awaitFinish() {
 	}
 }
 
-// conclude acks checkpoint id with snap, or declines it if err is set (and
-// removes the state snapshot it leaves behind); a fatal error fails the task.
+// conclude acks checkpoint id with snap, or declines it if err is set; a
+// fatal error fails the task. A declined checkpoint leaves no state file
+// behind that nothing will reference: the state Store removes a changelog
+// it failed to write, and one it wrote is in its next snapshots.
 func (w *worker) conclude(ctx context.Context, id checkpoint.ID, snap checkpoint.Snapshot, m checkpoint.Metrics, err error) error {
-	if err != nil && w.state != nil {
-		_ = os.RemoveAll(filepath.Join(w.stateRoot, snapshotDir(id, w.index)))
-	}
 	if errors.Is(err, errFatal) {
 		return fmt.Errorf("%s: %w", w.task, err)
 	}
@@ -217,58 +219,84 @@ func (w *worker) conclude(ctx context.Context, id checkpoint.ID, snap checkpoint
 
 // takeSnapshot takes the synchronous part of the snapshot: the sink's
 // pre-commit, whose asynchronous rest (see sink.AsyncPreCommitter) starts
-// at once on its own goroutine, and the state snapshot beside it. wait, if
-// not nil, waits for that rest: the checkpoint may be acked once it
-// returned nil.
-func (w *worker) takeSnapshot(ctx context.Context, id checkpoint.ID) (snap checkpoint.Snapshot, m checkpoint.Metrics, wait func() error, err error) {
+// at once on its own goroutine, and the state's (state.Store.Checkpoint).
+// finish runs the state's rest, waits for the sink's and returns the
+// snapshot to ack; async says whether there is any such rest, for which the
+// worker need not wait. finish must be called once, also when it is not
+// async.
+func (w *worker) takeSnapshot(ctx context.Context, id checkpoint.ID) (finish func(*checkpoint.Metrics) (checkpoint.Snapshot, error), async bool, err error) {
 	if err := w.bad.flush(ctx); err != nil {
-		return snap, m, nil, err
+		return nil, false, err
 	}
-	var (
-		data workerData
-		cs   []sink.Committable
-	)
+	var cs []sink.Committable
+	sinkRest := func() error { return nil }
 	if apc, ok := w.writer.(sink.AsyncPreCommitter); ok {
-		var finish func() error
-		if cs, finish, err = apc.PreCommitAsync(ctx, id); err != nil {
-			return snap, m, nil, fmt.Errorf("sink pre-commit: %w", err)
+		var rest func() error
+		if cs, rest, err = apc.PreCommitAsync(ctx, id); err != nil {
+			return nil, false, fmt.Errorf("sink pre-commit: %w", err)
 		}
 		done := make(chan error, 1)
-		go func() { done <- finish() }()
-		wait = func() error {
-			if err := <-done; err != nil {
-				return fmt.Errorf("sink pre-commit: %w", err)
-			}
-			return nil
-		}
+		go func() { done <- rest() }()
+		sinkRest = func() error { return <-done }
+		async = true
 	} else if cs, err = w.writer.PreCommit(ctx, id); err != nil {
-		return snap, m, nil, fmt.Errorf("sink pre-commit: %w", err)
+		return nil, false, fmt.Errorf("sink pre-commit: %w", err)
 	}
-	// A failure from here on still waits for the sink's rest: the writer
-	// must get its output back before the next pre-commit.
-	fail := func(err error) (checkpoint.Snapshot, checkpoint.Metrics, func() error, error) {
-		if wait != nil {
-			err = errors.Join(err, wait())
-		}
-		return snap, m, nil, err
-	}
+	var pending *state.Pending
 	if w.state != nil {
-		rel := snapshotDir(id, w.index)
-		h, err := w.state.Snapshot(filepath.Join(w.stateRoot, rel))
-		if err != nil {
-			return fail(fmt.Errorf("state snapshot: %w", err))
+		full := w.states.abs(snapshotDir(id, w.index))
+		if pending, err = w.state.Checkpoint(full, full+".changelog"); err != nil {
+			// The writer must get its output back before the next
+			// pre-commit: wait for the sink's rest all the same.
+			return nil, false, errors.Join(fmt.Errorf("state snapshot: %w", err), sinkErr(sinkRest()))
 		}
-		data.State = rel
-		m.Bytes = h.Bytes
-		for _, f := range h.Files {
-			snap.Files = append(snap.Files, rel+"/"+f)
-		}
+		async = true
 	}
-	data.Committables = cs
-	enc, err := data.encode()
+	finish = func(m *checkpoint.Metrics) (snap checkpoint.Snapshot, err error) {
+		data := workerData{Committables: cs}
+		if pending != nil {
+			c, serr := pending.Wait()
+			if err = serr; err == nil {
+				err = w.recordChain(c, &data, &snap)
+				m.Bytes = c.Bytes
+			}
+		}
+		if err = errors.Join(err, sinkErr(sinkRest())); err != nil {
+			return checkpoint.Snapshot{}, err
+		}
+		snap.Data, err = data.encode()
+		return snap, err
+	}
+	return finish, async, nil
+}
+
+func sinkErr(err error) error {
 	if err != nil {
-		return fail(err)
+		return fmt.Errorf("sink pre-commit: %w", err)
 	}
-	snap.Data = enc
-	return snap, m, wait, nil
+	return nil
+}
+
+// recordChain puts a state snapshot into the worker's data and the
+// snapshot's file list, relative to the state root.
+func (w *worker) recordChain(c state.Chain, data *workerData, snap *checkpoint.Snapshot) error {
+	var err error
+	if data.State, err = w.states.rel(c.Base); err != nil {
+		return fmt.Errorf("state snapshot: %w", err)
+	}
+	for _, l := range c.Changelogs {
+		r, err := w.states.rel(l)
+		if err != nil {
+			return fmt.Errorf("state snapshot: %w", err)
+		}
+		data.Changelogs = append(data.Changelogs, r)
+	}
+	for _, f := range c.Files() {
+		r, err := w.states.rel(f)
+		if err != nil {
+			return fmt.Errorf("state snapshot: %w", err)
+		}
+		snap.Files = append(snap.Files, r)
+	}
+	return nil
 }

@@ -26,6 +26,17 @@ func openT(t testing.TB, root, restoreFrom string) *Store {
 	return s
 }
 
+// openCfg opens a Store with cfg and closes it when the test ends.
+func openCfg(t testing.TB, cfg Config) *Store {
+	t.Helper()
+	s, err := Open(cfg, testLog(t))
+	if err != nil {
+		t.Fatalf("Open(%+v): %v", cfg, err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
 func set(t testing.TB, s *Store, k, v string) {
 	t.Helper()
 	if err := s.Set([]byte(k), []byte(v)); err != nil {

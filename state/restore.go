@@ -54,3 +54,19 @@ func copyCheckpoint(fs vfs.FS, src, dst string) (map[string]struct{}, error) {
 	}
 	return shared, nil
 }
+
+// listSizes lists dir's files, sorted, and their total size.
+func listSizes(fs vfs.FS, dir string) (names []string, bytes int64, err error) {
+	if names, err = fs.List(dir); err != nil {
+		return nil, 0, fmt.Errorf("list %s: %w", dir, err)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		fi, err := fs.Stat(fs.PathJoin(dir, name))
+		if err != nil {
+			return nil, 0, fmt.Errorf("stat: %w", err)
+		}
+		bytes += fi.Size()
+	}
+	return names, bytes, nil
+}

@@ -30,12 +30,12 @@ type Handle struct {
 }
 
 // Snapshot makes a consistent, durable copy of the current state in dir,
-// which must not exist; its parents are created. It is the synchronous part
-// of a checkpoint: every write made before the call is in the snapshot, no
-// later write is. It costs a sync of the write-ahead log, a hard link per
-// sstable and a copy of the MANIFEST, OPTIONS and live WAL files (the WAL
-// holds only the unflushed memtables: at most 2 x 4 MiB with Pebble's
-// defaults, MemTableSize and MemTableStopWritesThreshold).
+// which must not exist; its parents are created: a full snapshot, taken
+// synchronously (Checkpoint takes one when a changelog would be too large):
+// every write made before the call is in the snapshot, no later write is.
+// It costs a memtable flush (with the WAL on: a sync of the WAL and a copy
+// of the live WAL files instead), a hard link per sstable and a copy of the
+// MANIFEST and OPTIONS.
 //
 // Durability, as done by pebble.(*DB).Checkpoint in v2.1.7 (checkpoint.go):
 // WithFlushedWAL first syncs the working WAL (LogData(nil, Sync)) so the
@@ -54,9 +54,9 @@ func (s *Store) Snapshot(dir string) (Handle, error) {
 		return Handle{}, ErrClosed
 	}
 	start := time.Now()
-	// With the WAL disabled (measured, not used), the checkpoint holds only
-	// what is in sstables, so the memtable is flushed first. Nothing writes
-	// in between: the Store has a single caller.
+	// With the WAL disabled (see open), the checkpoint holds only what is
+	// in sstables, so the memtable is flushed first. Nothing writes in
+	// between: the Store has a single caller.
 	if !s.wal {
 		if err := s.db.Flush(); err != nil {
 			return Handle{}, fmt.Errorf("snapshot to %s: flush: %w", dir, err)

@@ -20,14 +20,26 @@ type Config struct {
 	// Dir is the worker's working directory, for example
 	// <state.dir>/work/worker-2. Open deletes everything in it.
 	Dir string
-	// RestoreFrom is a directory written by Snapshot, or "" to start with
-	// empty state. It is only read, never modified, and must not lie inside
-	// Dir.
+	// RestoreFrom is a directory written by Snapshot (a Chain's Base), or ""
+	// to start with empty state. It is only read, never modified, and must
+	// not lie inside Dir.
 	RestoreFrom string
+	// Changelogs are applied after RestoreFrom, in order: a Chain's
+	// Changelogs. Only read.
+	Changelogs []string
+	// FullSnapshotAfter is how many bytes of changelogs Checkpoint lets
+	// pile up after the last full snapshot before it takes the next one in
+	// the background; it also caps the writes kept between two barriers.
+	// It bounds the work of a restore. 0 means DefaultFullSnapshotAfter.
+	FullSnapshotAfter int64
 	// FS is the filesystem for Dir, RestoreFrom and snapshot directories;
 	// nil means vfs.Default.
 	FS vfs.FS
 }
+
+// DefaultFullSnapshotAfter is Config.FullSnapshotAfter's default: a restore
+// applies at most about this much changelog (a second or two).
+const DefaultFullSnapshotAfter = 64 << 20
 
 // cacheSize is each Store's block cache: enough for the index, filter and
 // hot data blocks of a few million small keys.
@@ -47,19 +59,31 @@ type Store struct {
 	// shared holds the immutable files the previous snapshot (or the
 	// restored checkpoint) held, to count the files a snapshot shares.
 	shared map[string]struct{}
+
+	// Incremental snapshots (incremental.go).
+	fullAfter int64
+	delta     *delta // writes since the last barrier; nil: outgrew fullAfter
+	seq       uint64 // barriers seen by Checkpoint
+	chain     chain  // the snapshot the next Checkpoint extends
+	last      *Pending
+	spare     []byte      // a written delta's buffer, for the next one
+	bg        *background // a full snapshot on its own goroutine, until adopted
 }
 
 // Open wipes cfg.Dir, restores cfg.RestoreFrom into it if set, and opens the
 // state database there. See the package documentation for the lifecycle.
 func Open(cfg Config, log zerolog.Logger) (*Store, error) {
-	return open(cfg, log, true)
+	return open(cfg, log, false)
 }
 
-// open is Open with a choice of write-ahead log. The WAL is on, unsynced:
-// a snapshot then syncs and copies the live WAL instead of flushing the
-// memtable into a new sstable, which made the synchronous part 1.3-2x
-// faster for about 10% slower writes (see bench_test.go, which measures
-// both).
+// open is Open with a choice of write-ahead log. Open turns Pebble's WAL
+// off: a checkpoint's changelog (see Checkpoint) is what makes writes
+// durable, and a full snapshot flushes the memtable first. With the WAL on
+// (unsynced), a full snapshot syncs and copies the live WAL instead, 1.3-2x
+// faster, but every write costs about 10% more (bench_test.go measures
+// both) and the disk gets the WAL's bytes too. In the dedup benchmark over
+// 1M keys (bench/profile --dedup u), turning it off made the job 5% faster
+// with checkpoint max 77 ms instead of 119 ms.
 func open(cfg Config, log zerolog.Logger, wal bool) (*Store, error) {
 	if cfg.FS == nil {
 		cfg.FS = vfs.Default
@@ -99,20 +123,51 @@ func open(cfg Config, log zerolog.Logger, wal bool) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open state %s: %w", cfg.Dir, err)
 	}
-	log.Debug().Str("restored_from", cfg.RestoreFrom).Msg("state opened")
-	return &Store{db: db, fs: cfg.FS, dir: cfg.Dir, log: log, wal: wal, shared: shared}, nil
+	s := &Store{db: db, fs: cfg.FS, dir: cfg.Dir, log: log, wal: wal, shared: shared,
+		fullAfter: cfg.FullSnapshotAfter, delta: newDelta(nil)}
+	if s.fullAfter <= 0 {
+		s.fullAfter = DefaultFullSnapshotAfter
+	}
+	if err := s.restoreChain(cfg); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("restore %s: %w", cfg.RestoreFrom, err)
+	}
+	log.Debug().Str("restored_from", cfg.RestoreFrom).Int("changelogs", len(cfg.Changelogs)).Msg("state opened")
+	return s, nil
+}
+
+// restoreChain applies cfg.Changelogs and makes the restored chain the one
+// the next Checkpoint extends: the files it consists of stay referenced.
+func (s *Store) restoreChain(cfg Config) error {
+	s.chain = chain{base: cfg.RestoreFrom}
+	if cfg.RestoreFrom != "" {
+		var err error
+		if s.chain.baseFiles, s.chain.baseBytes, err = listSizes(s.fs, cfg.RestoreFrom); err != nil {
+			return err
+		}
+	}
+	for _, path := range cfg.Changelogs {
+		size, err := applyChangelog(s.fs, path, s.db)
+		if err != nil {
+			return err
+		}
+		s.chain.add(changelog{path: path, size: size})
+	}
+	return nil
 }
 
 func (c Config) validate() error {
 	if c.Dir == "" {
 		return errors.New("state: Config.Dir is empty")
 	}
-	if c.RestoreFrom == "" {
-		return nil
-	}
-	dir, from := filepath.Clean(c.Dir), filepath.Clean(c.RestoreFrom)
-	if from == dir || strings.HasPrefix(from, dir+string(filepath.Separator)) {
-		return fmt.Errorf("state: RestoreFrom %s lies inside Dir %s, which Open wipes", c.RestoreFrom, c.Dir)
+	dir := filepath.Clean(c.Dir)
+	for _, p := range append([]string{c.RestoreFrom}, c.Changelogs...) {
+		if p == "" {
+			continue
+		}
+		if from := filepath.Clean(p); from == dir || strings.HasPrefix(from, dir+string(filepath.Separator)) {
+			return fmt.Errorf("state: %s to restore lies inside Dir %s, which Open wipes", p, c.Dir)
+		}
 	}
 	return nil
 }
@@ -147,6 +202,10 @@ func (s *Store) Set(key, value []byte) error {
 	if err := s.db.Set(key, value, pebble.NoSync); err != nil {
 		return fmt.Errorf("set state key %q: %w", key, err)
 	}
+	if s.delta != nil {
+		s.delta.set(key, value)
+		s.checkDeltaSize()
+	}
 	return nil
 }
 
@@ -159,6 +218,10 @@ func (s *Store) Delete(key []byte) error {
 	if err := s.db.Delete(key, pebble.NoSync); err != nil {
 		return fmt.Errorf("delete state key %q: %w", key, err)
 	}
+	if s.delta != nil {
+		s.delta.del(key)
+		s.checkDeltaSize()
+	}
 	return nil
 }
 
@@ -168,6 +231,9 @@ func (s *Store) Delete(key []byte) error {
 func (s *Store) Close() error {
 	if s.db == nil {
 		return ErrClosed
+	}
+	if s.bg != nil {
+		<-s.bg.done // its files, if any, are the caller's (see Checkpoint)
 	}
 	err := s.db.Close()
 	s.db = nil

@@ -1,0 +1,209 @@
+package state
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"path/filepath"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// delta is the writes made between two barriers, encoded as they come in
+// the changelog's entry format, so that a barrier only sets the buffer
+// aside and its file is written as is. A key written twice is in it twice;
+// the later entry wins on restore.
+type delta struct {
+	buf  []byte // encoded entries
+	n    int    // how many
+	prev []byte // the last entry's key: the next one stores only what differs
+}
+
+func newDelta(spare []byte) *delta { return &delta{buf: spare[:0]} }
+
+func (d *delta) set(key, value []byte) {
+	d.add(opSet, key)
+	d.buf = binary.AppendUvarint(d.buf, uint64(len(value)))
+	d.buf = append(d.buf, value...)
+}
+
+func (d *delta) del(key []byte) { d.add(opDelete, key) }
+
+func (d *delta) add(op byte, key []byte) {
+	shared := 0
+	for shared < len(key) && shared < len(d.prev) && key[shared] == d.prev[shared] {
+		shared++
+	}
+	d.buf = append(d.buf, op)
+	d.buf = binary.AppendUvarint(d.buf, uint64(shared))
+	d.buf = binary.AppendUvarint(d.buf, uint64(len(key)-shared))
+	d.buf = append(d.buf, key[shared:]...)
+	d.prev = append(d.prev[:0], key...)
+	d.n++
+}
+
+func (d *delta) bytes() int64 { return int64(len(d.buf)) }
+
+// mergeOlder puts older's entries before d's: what a failed changelog held
+// is carried by the next one. Every delta's first entry shares no prefix,
+// so the two encodings concatenate.
+func (d *delta) mergeOlder(older *delta) {
+	d.buf = append(older.buf, d.buf...)
+	if d.n == 0 {
+		d.prev = append(d.prev[:0], older.prev...)
+	}
+	d.n += older.n
+}
+
+// A changelog file holds one delta:
+//
+//	"PBCL" 0x01                                          magic, format version
+//	{ op: 0x01 set | 0x02 delete,                        each entry
+//	  uvarint shared, uvarint len, key[shared:]          key: the first shared
+//	                                                     bytes are the previous
+//	                                                     entry's
+//	  (set only) uvarint len, value }
+//	uint64 entry count, uint32 CRC-32C of all before it  big-endian trailer
+//
+// A file that is cut short or altered fails its trailer check: a restore
+// refuses it rather than load part of a delta.
+const (
+	changelogMagic   = "PBCL\x01"
+	changelogTrailer = 12
+	opSet, opDelete  = 1, 2
+)
+
+var crcTable = crc32.MakeTable(crc32.Castagnoli)
+
+// trailer returns the changelog's trailer for d.
+func (d *delta) trailer() []byte {
+	t := binary.BigEndian.AppendUint64(make([]byte, 0, changelogTrailer), uint64(d.n))
+	crc := crc32.Update(crc32.Update(crc32.Update(0, crcTable, []byte(changelogMagic)), crcTable, d.buf), crcTable, t)
+	return binary.BigEndian.AppendUint32(t, crc)
+}
+
+// writeChangelog writes d to path durably: the file is synced, then its
+// directory (which must exist), so that path survives a crash once it
+// returns nil. On error it removes what it wrote.
+func writeChangelog(fs vfs.FS, path string, d *delta) (size int64, err error) {
+	f, err := fs.Create(path, vfs.WriteCategoryUnspecified)
+	if err != nil {
+		return 0, fmt.Errorf("create changelog: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			_ = fs.Remove(path)
+		}
+	}()
+	trailer := d.trailer()
+	for _, b := range [][]byte{[]byte(changelogMagic), d.buf, trailer} {
+		if err == nil {
+			_, err = f.Write(b)
+		}
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return 0, fmt.Errorf("write changelog %s: %w", path, err)
+	}
+	if err := syncDir(fs, filepath.Dir(path)); err != nil {
+		return 0, fmt.Errorf("write changelog %s: %w", path, err)
+	}
+	return int64(len(changelogMagic) + len(d.buf) + len(trailer)), nil
+}
+
+func syncDir(fs vfs.FS, dir string) error {
+	d, err := fs.OpenDir(dir)
+	if err != nil {
+		return fmt.Errorf("open dir %s: %w", dir, err)
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("sync dir %s: %w", dir, err)
+	}
+	return nil
+}
+
+var errBadChangelog = errors.New("not a complete changelog")
+
+// applyChangelog reads the changelog at path and writes its entries into
+// db (unsynced, as every write of a Store). It returns the file's size.
+func applyChangelog(fs vfs.FS, path string, db *pebble.DB) (int64, error) {
+	f, err := fs.Open(path)
+	if err != nil {
+		return 0, fmt.Errorf("open changelog: %w", err)
+	}
+	buf, err := io.ReadAll(f)
+	_ = f.Close()
+	if err != nil {
+		return 0, fmt.Errorf("read changelog %s: %w", path, err)
+	}
+	n := len(buf)
+	if n < len(changelogMagic)+changelogTrailer || !bytes.HasPrefix(buf, []byte(changelogMagic)) ||
+		crc32.Checksum(buf[:n-4], crcTable) != binary.BigEndian.Uint32(buf[n-4:]) {
+		return 0, fmt.Errorf("changelog %s (%d bytes): %w (bad magic or checksum)", path, n, errBadChangelog)
+	}
+	want := binary.BigEndian.Uint64(buf[n-changelogTrailer:])
+	b := db.NewBatch()
+	defer b.Close()
+	var (
+		count uint64
+		key   []byte
+	)
+	for p := buf[len(changelogMagic) : n-changelogTrailer]; len(p) > 0; count++ {
+		op := p[0]
+		shared, w := binary.Uvarint(p[1:])
+		ok := w > 0 && shared <= uint64(len(key))
+		var suffix, rest []byte
+		if ok {
+			suffix, rest, ok = lengthPrefixed(p[1+w:])
+		}
+		if ok {
+			key = append(key[:shared], suffix...)
+		}
+		switch {
+		case ok && op == opDelete:
+			err = b.Delete(key, nil)
+		case ok && op == opSet:
+			var value []byte
+			if value, rest, ok = lengthPrefixed(rest); ok {
+				err = b.Set(key, value, nil)
+			}
+		default:
+			ok = false
+		}
+		if !ok {
+			return 0, fmt.Errorf("changelog %s: %w (bad entry %d)", path, errBadChangelog, count)
+		}
+		if err != nil {
+			return 0, fmt.Errorf("changelog %s: %w", path, err)
+		}
+		p = rest
+	}
+	if count != want {
+		return 0, fmt.Errorf("changelog %s: %w (%d entries, trailer says %d)", path, errBadChangelog, count, want)
+	}
+	if err := b.Commit(pebble.NoSync); err != nil {
+		return 0, fmt.Errorf("apply changelog %s: %w", path, err)
+	}
+	return int64(n), nil
+}
+
+func lengthPrefixed(p []byte) (field, rest []byte, ok bool) {
+	l, n := binary.Uvarint(p)
+	if n <= 0 || uint64(len(p)-n) < l {
+		return nil, nil, false
+	}
+	return p[n : n+int(l)], p[n+int(l):], true
+}

@@ -1,0 +1,245 @@
+package state
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// Chain is an incremental snapshot: a full snapshot (a directory written by
+// Snapshot, or "" for empty state) and the changelogs written after it,
+// oldest first. Opening Base and applying the changelogs in order gives the
+// state at the snapshot's barrier: Open(Config{RestoreFrom: Base,
+// Changelogs: Changelogs}).
+type Chain struct {
+	Base       string
+	BaseFiles  []string // the names of the files in Base, sorted
+	Changelogs []string
+	Bytes      int64 // size of every file of the chain
+}
+
+// Files lists every file the chain needs: Base's files (joined to Base),
+// then the changelogs.
+func (c Chain) Files() []string {
+	out := make([]string, 0, len(c.BaseFiles)+len(c.Changelogs))
+	for _, f := range c.BaseFiles {
+		out = append(out, filepath.Join(c.Base, f))
+	}
+	return append(out, c.Changelogs...)
+}
+
+// chain is the Store's current Chain, as the next Checkpoint extends it.
+type chain struct {
+	base      string
+	baseFiles []string
+	baseBytes int64
+	baseSeq   uint64 // the barrier (Store.seq) the base was taken at
+	logs      []changelog
+	logBytes  int64
+}
+
+type changelog struct {
+	path string
+	size int64
+	seq  uint64 // the barrier it was written for
+}
+
+func (c *chain) public() Chain {
+	out := Chain{Base: c.base, BaseFiles: c.baseFiles, Bytes: c.baseBytes + c.logBytes}
+	for _, l := range c.logs {
+		out.Changelogs = append(out.Changelogs, l.path)
+	}
+	return out
+}
+
+func (c *chain) add(l changelog) {
+	c.logs = append(c.logs, l)
+	c.logBytes += l.size
+}
+
+// Pending is the asynchronous part of a Checkpoint: writing the delta of
+// the writes made before the barrier as a changelog. The Store's owner MUST
+// call Wait exactly once, from any goroutine, and before the next
+// Checkpoint returns Wait's result is accounted for.
+type Pending struct {
+	s      *Store
+	path   string
+	frozen *delta // nil: nothing to write (a full snapshot, or no write)
+	seq    uint64
+	chain  Chain // without this barrier's changelog
+	size   int64
+	err    error
+	done   chan struct{}
+}
+
+// Wait writes the changelog (durably: file and directories synced) and
+// returns the chain that is the snapshot, or the error that makes the
+// checkpoint fail. On error the Store keeps the delta: the next
+// checkpoint's changelog holds it.
+func (p *Pending) Wait() (Chain, error) {
+	defer close(p.done)
+	c := p.chain
+	if p.frozen == nil {
+		return c, nil
+	}
+	p.size, p.err = writeChangelog(p.s.fs, p.path, p.frozen)
+	if p.err == nil {
+		// The changelog's directory may be new (chk-<id>): make its entry
+		// durable too. Cheap once the file's sync committed the journal.
+		p.err = syncDir(p.s.fs, filepath.Dir(filepath.Dir(p.path)))
+	}
+	if p.err != nil {
+		return Chain{}, fmt.Errorf("state checkpoint: %w", p.err)
+	}
+	c.Changelogs = append(slices.Clip(c.Changelogs), p.path)
+	c.Bytes += p.size
+	return c, nil
+}
+
+// background is a full snapshot taken on its own goroutine while the worker
+// goes on writing.
+type background struct {
+	dir   string
+	seq   uint64
+	files []string
+	bytes int64
+	took  time.Duration
+	err   error
+	done  chan struct{}
+}
+
+// Checkpoint takes the synchronous part of a snapshot at a barrier: it
+// sets aside the writes made since the previous barrier, to be written as a
+// changelog at changelogPath by the returned Pending's Wait, while the
+// caller goes on writing. It costs no I/O beyond creating changelogPath's
+// directory.
+//
+// A full snapshot is taken instead, synchronously into fullDir, when the
+// writes since the previous barrier outgrew Config.FullSnapshotAfter (so
+// they were not kept). Once the changelogs since the last full snapshot
+// reach FullSnapshotAfter, a full snapshot into fullDir starts in the
+// background; the first Checkpoint after it finished uses it as the chain's
+// base, which keeps restores short. That snapshot is fuzzy: it holds every
+// write before this barrier and possibly some after it. Restoring it plus
+// the changelogs of the later barriers is still exact, because every later
+// write of a key is in one of them, and the last one applied wins.
+//
+// fullDir and changelogPath must not exist and must be on the working
+// directory's filesystem; the caller owns them once a snapshot that names
+// them was returned (the Store never deletes a file after handing it out).
+func (s *Store) Checkpoint(fullDir, changelogPath string) (*Pending, error) {
+	if s.db == nil {
+		return nil, ErrClosed
+	}
+	s.settle()
+	s.seq++
+	p := &Pending{s: s, path: changelogPath, seq: s.seq, done: make(chan struct{})}
+	if s.delta == nil {
+		h, err := s.Snapshot(fullDir)
+		if err != nil {
+			return nil, err // still no delta: the next barrier tries again
+		}
+		s.chain = chain{base: fullDir, baseFiles: h.Files, baseBytes: h.Bytes, baseSeq: s.seq}
+		s.delta = newDelta(nil)
+		p.chain = s.chain.public()
+		s.last = p
+		return p, nil
+	}
+	if s.delta.n > 0 {
+		if err := s.fs.MkdirAll(filepath.Dir(changelogPath), 0o755); err != nil {
+			return nil, fmt.Errorf("state checkpoint: create dir: %w", err)
+		}
+		p.frozen = s.delta
+		s.delta = newDelta(s.spare)
+		s.spare = nil
+	}
+	if s.bg == nil && s.chain.logBytes >= s.fullAfter {
+		s.startBackground(fullDir)
+	}
+	p.chain = s.chain.public()
+	s.last = p
+	return p, nil
+}
+
+// settle accounts for the last Pending (waiting for it if need be) and
+// adopts a finished background full snapshot.
+func (s *Store) settle() {
+	if p := s.last; p != nil {
+		<-p.done
+		s.last = nil
+		switch {
+		case p.err != nil && s.delta != nil:
+			s.delta.mergeOlder(p.frozen)
+			s.checkDeltaSize()
+		case p.err == nil && p.frozen != nil:
+			s.chain.add(changelog{path: p.path, size: p.size, seq: p.seq})
+			s.spare = p.frozen.buf // the next delta's buffer
+		}
+	}
+	if s.bg == nil {
+		return
+	}
+	select {
+	case <-s.bg.done:
+	default:
+		return
+	}
+	bg := s.bg
+	s.bg = nil
+	switch {
+	case bg.err != nil:
+		s.log.Warn().Err(bg.err).Str("snapshot", bg.dir).Msg("background full state snapshot failed; the next checkpoint retries")
+		return
+	case bg.seq <= s.chain.baseSeq:
+		// A synchronous full snapshot replaced it: no chain references it.
+		_ = s.fs.RemoveAll(bg.dir)
+		return
+	}
+	c := chain{base: bg.dir, baseFiles: bg.files, baseBytes: bg.bytes, baseSeq: bg.seq}
+	for _, l := range s.chain.logs {
+		if l.seq > bg.seq {
+			c.add(l)
+		}
+	}
+	s.log.Debug().Str("snapshot", bg.dir).Dur("duration", bg.took).Int64("bytes", bg.bytes).
+		Int("changelogs_dropped", len(s.chain.logs)-len(c.logs)).Msg("background full state snapshot in use")
+	s.chain = c
+}
+
+// startBackground starts a full snapshot into dir. Pebble's Checkpoint is
+// safe alongside writes; the Store's owner goes on calling Set and Delete.
+func (s *Store) startBackground(dir string) {
+	bg := &background{dir: dir, seq: s.seq, done: make(chan struct{})}
+	s.bg = bg
+	db := s.db
+	go func() {
+		defer close(bg.done)
+		start := time.Now()
+		if !s.wal {
+			if err := db.Flush(); err != nil {
+				bg.err = fmt.Errorf("flush: %w", err)
+				return
+			}
+		}
+		if err := db.Checkpoint(dir, pebble.WithFlushedWAL()); err != nil {
+			bg.err = err // Checkpoint removed dir
+			return
+		}
+		bg.files, bg.bytes, bg.err = listSizes(s.fs, dir)
+		if bg.err != nil {
+			_ = s.fs.RemoveAll(dir)
+		}
+		bg.took = time.Since(start)
+	}()
+}
+
+// checkDeltaSize drops the delta once it outgrew FullSnapshotAfter: the
+// next barrier takes a full snapshot instead of a changelog that large.
+func (s *Store) checkDeltaSize() {
+	if s.delta != nil && s.delta.bytes() > s.fullAfter {
+		s.delta = nil
+	}
+}
