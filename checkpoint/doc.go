@@ -25,7 +25,7 @@
 // checkpoint as PersistMetadata and forgets it; the store keeps the last
 // Settings.Retained and deletes the files no retained checkpoint references.
 // The Coordinator's Discard action covers the other garbage, the files
-// acknowledged for checkpoints that never completed.
+// acknowledged for checkpoints that never completed (see Snapshot files).
 //
 // # The driver's duties
 //
@@ -58,8 +58,9 @@
 //     what they recorded for n. Sinks keep what they pre-committed for n
 //     pending: a later checkpoint records and commits it.
 //  9. Discard(n, files): the files may be deleted, except those a retained
-//     completed checkpoint references (see Snapshot files below). Never
-//     touches sink data.
+//     completed checkpoint references (see Snapshot files below; the
+//     pipeline waits until a later checkpoint completed). Never touches
+//     sink data.
 //  10. FailJob(reason): stop every task and restart the job from step 1 with a
 //     new Coordinator. Do not step this one again (it ignores everything).
 //  11. Route each task's Ack (snapshot handle and Metrics) and Decline to
@@ -83,7 +84,8 @@
 // for a pending one, lists them too. A runtime whose tasks list in a snapshot
 // only files they wrote for that snapshot or files of checkpoints they were
 // notified complete of (Flink's rule for incremental snapshots) may delete
-// them. The pipeline's workers do not follow that rule (a changelog written
-// for a failed checkpoint starts the next one's chain), so its driver
-// deletes nothing on Discard and removes unreferenced files at start.
+// them at once. The pipeline's workers do not follow that rule (a changelog
+// written for a failed checkpoint starts the next one's chain), but a file
+// that leaves a worker's chain never comes back to it; so its driver deletes
+// a discarded file once a later checkpoint completed without listing it.
 package checkpoint

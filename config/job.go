@@ -87,8 +87,9 @@ type State struct {
 	// FullSnapshotAfter: a checkpoint writes only what a worker's state
 	// changed since the last barrier (a changelog); once a worker's
 	// changelogs since its last full snapshot reach this size, a full
-	// snapshot is taken in the background. A restore applies at most about
-	// this much changelog. Default 64MiB.
+	// snapshot is taken in the background (also after 100 changelogs). A
+	// restore applies at most about twice this much changelog. Default
+	// 64MiB.
 	FullSnapshotAfter ByteSize `yaml:"full_snapshot_after"`
 }
 

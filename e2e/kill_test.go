@@ -13,10 +13,10 @@ import (
 // start) and restarted each time; then it drains, is stopped with SIGTERM
 // (exit 0), and its visible output holds every id exactly once. With a dedup
 // transform, some ids are also produced twice on purpose, and still appear
-// once; its state.full_snapshot_after is small, so that workers restore
-// from every kind of state snapshot: changelogs on a full snapshot taken in
-// the background while the worker wrote on, and full snapshots taken at a
-// barrier (after a restart's backlog).
+// once; its state.full_snapshot_after is small, so that full snapshots are
+// taken often (in the background while the worker writes on, or at a
+// barrier after a restart's backlog): workers must have restored both
+// changelogs alone and a full snapshot plus changelogs.
 func TestExactlyOnceUnderRandomSIGKILL(t *testing.T) {
 	b := cluster(t)
 	dedup := []map[string]any{{"type": "dedup", "key": "id", "ttl": "1h"}}

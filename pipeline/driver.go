@@ -32,7 +32,8 @@ type driver struct {
 	log       zerolog.Logger
 	onCommit  func(checkpoint.Metadata, restored) // after a checkpoint is committed; may be nil
 	persisted map[checkpoint.ID]persisted
-	failed    error // set by FailJob
+	discards  []checkpoint.Discard // files of failed checkpoints, until a later one completed
+	failed    error                // set by FailJob
 }
 
 // persisted is a checkpoint whose metadata is durable, waiting for its
@@ -118,9 +119,10 @@ func (d *driver) perform(ctx context.Context, a checkpoint.Action) checkpoint.Ev
 	case checkpoint.Abort:
 		d.abort(a)
 	case checkpoint.Discard:
-		// Nothing to delete now: a state file acknowledged for a checkpoint
-		// that never completes may still start the next checkpoint's chain
-		// (see stateFiles). The next start removes what nothing references.
+		// Not yet: a state file acknowledged for a checkpoint that never
+		// completes may start the next checkpoint's chain (see stateFiles).
+		// discard deletes it once a later checkpoint completed without it.
+		d.discards = append(d.discards, a)
 	case checkpoint.FailJob:
 		d.failed = a.Reason
 	}
@@ -181,6 +183,31 @@ func (d *driver) complete(ctx context.Context, a checkpoint.NotifyComplete) {
 		d.onCommit(md, r)
 	}
 	d.store.Collect() // retention, off the checkpoint's critical path
+	d.discard(a.ID)
+}
+
+// discard deletes the files of the failed checkpoints before completed,
+// except those a checkpoint on disk references (duty 9). Every file a
+// worker's later snapshots still need is in completed's snapshot: a file
+// that leaves a worker's chain never comes back to it. What cannot be
+// deleted now is left to the next start.
+func (d *driver) discard(completed checkpoint.ID) {
+	var files []string
+	keep := d.discards[:0]
+	for _, a := range d.discards {
+		if a.ID < completed {
+			files = append(files, a.Files...)
+		} else {
+			keep = append(keep, a)
+		}
+	}
+	d.discards = keep
+	if len(files) == 0 {
+		return
+	}
+	if err := d.store.Discard(files); err != nil {
+		d.log.Warn().Err(err).Msg("cannot delete the state files of failed checkpoints; the next start does")
+	}
 }
 
 // abort tells the workers to stop aligning the checkpoint (duty 8) and the

@@ -24,8 +24,9 @@ import (
 // next checkpoint's chain. The checkpoint store deletes snapshot files once
 // no retained checkpoint references them; stateFiles removes the
 // directories left empty and, at start, every snapshot file that no
-// checkpoint on disk references (files of checkpoints that never completed
-// and that no later one took over).
+// checkpoint on disk references. The driver deletes the files of
+// checkpoints that never completed once a later one completed without them
+// (store.Discard); directories go once empty and unchanged for settleTime.
 type stateFiles struct {
 	root string
 	log  zerolog.Logger

@@ -11,6 +11,8 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/connector-dev/connector/internal/fsutil"
 )
 
 // delta is the writes made between two barriers, encoded as they come in
@@ -87,12 +89,13 @@ func (d *delta) trailer() []byte {
 }
 
 // writeChangelog writes d to path durably: the file is synced, then its
-// directory (which must exist), so that path survives a crash once it
-// returns nil. On error it removes what it wrote.
+// directory (which must exist) and that one's parent (the directory may be
+// new), so that path survives a crash once it returns nil. On error it
+// removes what it wrote.
 func writeChangelog(fs vfs.FS, path string, d *delta) (size int64, err error) {
 	f, err := fs.Create(path, vfs.WriteCategoryUnspecified)
 	if err != nil {
-		return 0, fmt.Errorf("create changelog: %w", err)
+		return 0, fmt.Errorf("create changelog %s: %w", path, err)
 	}
 	defer func() {
 		if err != nil {
@@ -114,25 +117,13 @@ func writeChangelog(fs vfs.FS, path string, d *delta) (size int64, err error) {
 	if err != nil {
 		return 0, fmt.Errorf("write changelog %s: %w", path, err)
 	}
-	if err := syncDir(fs, filepath.Dir(path)); err != nil {
-		return 0, fmt.Errorf("write changelog %s: %w", path, err)
+	// The directory's sync is cheap once the file's committed the journal.
+	for _, dir := range []string{filepath.Dir(path), filepath.Dir(filepath.Dir(path))} {
+		if err = fsutil.SyncDir(fs, dir); err != nil {
+			return 0, fmt.Errorf("write changelog %s: %w", path, err)
+		}
 	}
 	return int64(len(changelogMagic) + len(d.buf) + len(trailer)), nil
-}
-
-func syncDir(fs vfs.FS, dir string) error {
-	d, err := fs.OpenDir(dir)
-	if err != nil {
-		return fmt.Errorf("open dir %s: %w", dir, err)
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("sync dir %s: %w", dir, err)
-	}
-	return nil
 }
 
 var errBadChangelog = errors.New("not a complete changelog")

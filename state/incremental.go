@@ -85,14 +85,8 @@ func (p *Pending) Wait() (Chain, error) {
 	if p.frozen == nil {
 		return c, nil
 	}
-	p.size, p.err = writeChangelog(p.s.fs, p.path, p.frozen)
-	if p.err == nil {
-		// The changelog's directory may be new (chk-<id>): make its entry
-		// durable too. Cheap once the file's sync committed the journal.
-		p.err = syncDir(p.s.fs, filepath.Dir(filepath.Dir(p.path)))
-	}
-	if p.err != nil {
-		return Chain{}, fmt.Errorf("state checkpoint: %w", p.err)
+	if p.size, p.err = writeChangelog(p.s.fs, p.path, p.frozen); p.err != nil {
+		return Chain{}, p.err
 	}
 	c.Changelogs = append(slices.Clip(c.Changelogs), p.path)
 	c.Bytes += p.size
@@ -115,14 +109,15 @@ type background struct {
 // sets aside the writes made since the previous barrier, to be written as a
 // changelog at changelogPath by the returned Pending's Wait, while the
 // caller goes on writing. It costs no I/O beyond creating changelogPath's
-// directory.
+// directory (and, rarely, removing a background full snapshot that a
+// synchronous one made useless).
 //
 // A full snapshot is taken instead, synchronously into fullDir, when the
-// writes since the previous barrier outgrew Config.FullSnapshotAfter (so
-// they were not kept). Once the changelogs since the last full snapshot
-// reach FullSnapshotAfter, a full snapshot into fullDir starts in the
-// background; the first Checkpoint after it finished uses it as the chain's
-// base, which keeps restores short. That snapshot is fuzzy: it holds every
+// writes since the previous barrier outgrew deltaLimit (so they were not
+// kept). Once the changelogs since the last full snapshot reach
+// Config.FullSnapshotAfter bytes or maxChangelogs files, a full snapshot
+// into fullDir starts in the background; the first Checkpoint after it
+// finished uses it as the chain's base, which keeps restores short. That snapshot is fuzzy: it holds every
 // write before this barrier and possibly some after it. Restoring it plus
 // the changelogs of the later barriers is still exact, because every later
 // write of a key is in one of them, and the last one applied wins.
@@ -134,13 +129,16 @@ func (s *Store) Checkpoint(fullDir, changelogPath string) (*Pending, error) {
 	if s.db == nil {
 		return nil, ErrClosed
 	}
-	s.settle()
+	adopted := s.settle()
 	s.seq++
 	p := &Pending{s: s, path: changelogPath, seq: s.seq, done: make(chan struct{})}
 	if s.delta == nil {
 		h, err := s.Snapshot(fullDir)
 		if err != nil {
 			return nil, err // still no delta: the next barrier tries again
+		}
+		if adopted != "" {
+			_ = s.fs.RemoveAll(adopted) // replaced before any chain named it
 		}
 		s.chain = chain{base: fullDir, baseFiles: h.Files, baseBytes: h.Bytes, baseSeq: s.seq}
 		s.delta = newDelta(nil)
@@ -150,13 +148,13 @@ func (s *Store) Checkpoint(fullDir, changelogPath string) (*Pending, error) {
 	}
 	if s.delta.n > 0 {
 		if err := s.fs.MkdirAll(filepath.Dir(changelogPath), 0o755); err != nil {
-			return nil, fmt.Errorf("state checkpoint: create dir: %w", err)
+			return nil, fmt.Errorf("create the changelog's dir: %w", err)
 		}
 		p.frozen = s.delta
 		s.delta = newDelta(s.spare)
 		s.spare = nil
 	}
-	if s.bg == nil && s.chain.logBytes >= s.fullAfter {
+	if s.bg == nil && (s.chain.logBytes >= s.fullAfter || len(s.chain.logs) >= maxChangelogs) {
 		s.startBackground(fullDir)
 	}
 	p.chain = s.chain.public()
@@ -164,9 +162,20 @@ func (s *Store) Checkpoint(fullDir, changelogPath string) (*Pending, error) {
 	return p, nil
 }
 
+// maxChangelogs caps a chain's length, whatever their size: each is a file
+// to list in every checkpoint's metadata and to open on restore. At one
+// checkpoint a second, a full snapshot every 100 s.
+const maxChangelogs = 100
+
+// deltaLimit caps the writes kept between two barriers, in bytes (encoded),
+// and FullSnapshotAfter does when smaller: a worker holds up to three such
+// buffers (filling, being written, spare). Beyond it the next barrier
+// takes a full snapshot: the cost of a long interval or a restart's backlog.
+const deltaLimit = 16 << 20
+
 // settle accounts for the last Pending (waiting for it if need be) and
-// adopts a finished background full snapshot.
-func (s *Store) settle() {
+// adopts a finished background full snapshot, whose directory it returns.
+func (s *Store) settle() (adopted string) {
 	if p := s.last; p != nil {
 		<-p.done
 		s.last = nil
@@ -180,23 +189,23 @@ func (s *Store) settle() {
 		}
 	}
 	if s.bg == nil {
-		return
+		return ""
 	}
 	select {
 	case <-s.bg.done:
 	default:
-		return
+		return ""
 	}
 	bg := s.bg
 	s.bg = nil
 	switch {
 	case bg.err != nil:
 		s.log.Warn().Err(bg.err).Str("snapshot", bg.dir).Msg("background full state snapshot failed; the next checkpoint retries")
-		return
+		return ""
 	case bg.seq <= s.chain.baseSeq:
 		// A synchronous full snapshot replaced it: no chain references it.
 		_ = s.fs.RemoveAll(bg.dir)
-		return
+		return ""
 	}
 	c := chain{base: bg.dir, baseFiles: bg.files, baseBytes: bg.bytes, baseSeq: bg.seq}
 	for _, l := range s.chain.logs {
@@ -207,6 +216,7 @@ func (s *Store) settle() {
 	s.log.Debug().Str("snapshot", bg.dir).Dur("duration", bg.took).Int64("bytes", bg.bytes).
 		Int("changelogs_dropped", len(s.chain.logs)-len(c.logs)).Msg("background full state snapshot in use")
 	s.chain = c
+	return bg.dir
 }
 
 // startBackground starts a full snapshot into dir. Pebble's Checkpoint is
@@ -236,10 +246,12 @@ func (s *Store) startBackground(dir string) {
 	}()
 }
 
-// checkDeltaSize drops the delta once it outgrew FullSnapshotAfter: the
-// next barrier takes a full snapshot instead of a changelog that large.
+// checkDeltaSize drops the delta once it outgrew its limit (see
+// deltaLimit): the next barrier takes a full snapshot instead of a
+// changelog that large.
 func (s *Store) checkDeltaSize() {
-	if s.delta != nil && s.delta.bytes() > s.fullAfter {
+	if s.delta != nil && s.delta.bytes() > min(s.fullAfter, deltaLimit) {
 		s.delta = nil
+		s.spare = nil
 	}
 }

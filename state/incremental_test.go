@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -150,16 +152,18 @@ func TestOversizedDeltaGivesAFullSnapshot(t *testing.T) {
 // and the next checkpoint's changelog carries its writes.
 func TestFailedChangelogIsCarriedByTheNext(t *testing.T) {
 	for name, kind := range map[string]errorfs.OpKind{
-		"create": errorfs.OpCreate, "write": errorfs.OpFileWrite, "sync": errorfs.OpFileSync, "dirsync": errorfs.OpFileSync,
+		"create": errorfs.OpCreate, "write": errorfs.OpFileWrite, "sync": errorfs.OpFileSync,
+		"dirsync": errorfs.OpFileSync, "parentsync": errorfs.OpFileSync,
 	} {
 		t.Run(name, func(t *testing.T) {
 			root := t.TempDir()
-			bad := changelogPath(root, 2)
-			if name == "dirsync" {
-				bad = filepath.Dir(bad)
+			bad := map[string]string{"dirsync": filepath.Dir(changelogPath(root, 2)), "parentsync": root}[name]
+			if bad == "" {
+				bad = changelogPath(root, 2)
 			}
+			var failing atomic.Bool
 			fs := errorfs.Wrap(vfs.Default, errorfs.InjectorFunc(func(op errorfs.Op) error {
-				if op.Kind == kind && op.Path == bad {
+				if failing.Load() && op.Kind == kind && op.Path == bad {
 					return errorfs.ErrInjected
 				}
 				return nil
@@ -173,8 +177,11 @@ func TestFailedChangelogIsCarriedByTheNext(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := p.Wait(); !errors.Is(err, errorfs.ErrInjected) {
-				t.Fatalf("Wait = %v, want the injected error", err)
+			failing.Store(true)
+			_, err = p.Wait()
+			failing.Store(false)
+			if !errors.Is(err, errorfs.ErrInjected) || !strings.Contains(err.Error(), changelogPath(root, 2)) {
+				t.Fatalf("Wait = %v, want the injected error naming the changelog", err)
 			}
 			if _, err := os.Stat(changelogPath(root, 2)); !os.IsNotExist(err) {
 				t.Fatalf("failed changelog left behind: %v", err)
@@ -189,32 +196,116 @@ func TestFailedChangelogIsCarriedByTheNext(t *testing.T) {
 	}
 }
 
-// A changelog cut short, or with a flipped byte, is refused at restore.
-func TestDamagedChangelogIsRefused(t *testing.T) {
+// holdFS blocks the first Stat of dir (the first thing Pebble's Checkpoint
+// does) until release is closed, and reports in held that it got there.
+func holdFS(dir string) (fs vfs.FS, held chan struct{}, release chan struct{}) {
+	held, release = make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	fs = errorfs.Wrap(vfs.Default, errorfs.InjectorFunc(func(op errorfs.Op) error {
+		if op.Kind == errorfs.OpStat && op.Path == dir {
+			once.Do(func() { close(held); <-release })
+		}
+		return nil
+	}))
+	return fs, held, release
+}
+
+// A background full snapshot is fuzzy: writes made after its barrier, while
+// it runs, end up in it. Its chain still restores exactly, because the
+// changelogs after it overwrite those keys.
+func TestFuzzyFullSnapshotRestoresExactly(t *testing.T) {
 	root := t.TempDir()
-	s := openT(t, filepath.Join(root, "a"), "")
-	for i := range 50 {
-		set(t, s, fmt.Sprintf("k%d", i), "v")
+	fs, held, release := holdFS(fullDir(root, 3))
+	// Changelogs 1 and 2 make 52 bytes: barrier 3 starts a full snapshot.
+	s := openCfg(t, Config{Dir: filepath.Join(root, "work"), FS: fs, FullSnapshotAfter: 40})
+	set(t, s, "a", "1")
+	set(t, s, "b", "1")
+	checkpointT(t, s, root, 1)
+	set(t, s, "c", "2")
+	checkpointT(t, s, root, 2)
+	set(t, s, "e", "3")
+	if c := checkpointT(t, s, root, 3); c.Base != "" || len(c.Changelogs) != 3 {
+		t.Fatalf("chain at 3 = %+v, want 3 changelogs and no base yet", c)
 	}
-	c := checkpointT(t, s, root, 1)
-	path := c.Changelogs[0]
-	good, err := os.ReadFile(path)
-	if err != nil {
+	<-held // the background full snapshot of barrier 3 is about to start
+	set(t, s, "a", "after")
+	del(t, s, "b")
+	set(t, s, "d", "after")
+	flush(t, s) // into an sstable the snapshot links
+	close(release)
+	<-s.bg.done
+	c := checkpointT(t, s, root, 4)
+	if c.Base != fullDir(root, 3) || len(c.Changelogs) != 1 {
+		t.Fatalf("chain at 4 = %+v, want the full snapshot of 3 and one changelog", c)
+	}
+	if got := contents(t, openChain(t, root, Chain{Base: c.Base})); got["a"] != "after" || got["d"] != "after" {
+		t.Fatalf("full snapshot = %v: it holds no write after its barrier, the test proves nothing", got)
+	}
+	wantContents(t, openChain(t, root, c), map[string]string{"a": "after", "c": "2", "d": "after", "e": "3"})
+}
+
+// A background full snapshot that fails is logged and retried at the next
+// barrier; the chain goes on with changelogs meanwhile.
+func TestFailedFullSnapshotIsRetried(t *testing.T) {
+	root := t.TempDir()
+	bad := fullDir(root, 2)
+	fs := errorfs.Wrap(vfs.Default, errorfs.InjectorFunc(func(op errorfs.Op) error {
+		if op.Kind == errorfs.OpMkdirAll && op.Path == bad {
+			return errorfs.ErrInjected
+		}
+		return nil
+	}))
+	s := openCfg(t, Config{Dir: filepath.Join(root, "work"), FS: fs, FullSnapshotAfter: 20})
+	set(t, s, "a", "1")
+	checkpointT(t, s, root, 1)
+	set(t, s, "b", "2")
+	checkpointT(t, s, root, 2) // starts the full snapshot that fails
+	<-s.bg.done
+	set(t, s, "c", "3")
+	c := checkpointT(t, s, root, 3) // notes the failure, starts another
+	if c.Base != "" || len(c.Changelogs) != 3 {
+		t.Fatalf("chain at 3 = %+v, want 3 changelogs", c)
+	}
+	<-s.bg.done
+	c = checkpointT(t, s, root, 4)
+	if c.Base != fullDir(root, 3) {
+		t.Fatalf("chain at 4 = %+v, want the full snapshot of 3", c)
+	}
+	wantContents(t, openChain(t, root, c), map[string]string{"a": "1", "b": "2", "c": "3"})
+}
+
+// A background full snapshot that a synchronous one replaced before any
+// chain named it is removed, and so is one still unused at Close.
+func TestUnusedFullSnapshotsAreRemoved(t *testing.T) {
+	root := t.TempDir()
+	// 64 bytes: a 70-byte value outgrows the delta; a 45-byte one makes a
+	// 67-byte changelog, enough to start a background full snapshot.
+	s := openCfg(t, Config{Dir: filepath.Join(root, "work"), FullSnapshotAfter: 64})
+	set(t, s, "a", "1")
+	checkpointT(t, s, root, 1)
+	set(t, s, "b", strings.Repeat("x", 70))
+	checkpointT(t, s, root, 2) // the delta was dropped: a full snapshot
+	set(t, s, "c", strings.Repeat("z", 45))
+	checkpointT(t, s, root, 3)
+	set(t, s, "d", "4")
+	checkpointT(t, s, root, 4) // starts a background full snapshot into chk-4
+	<-s.bg.done
+	set(t, s, "e", strings.Repeat("y", 70)) // too big again: chk-4's is adopted, then replaced
+	c := checkpointT(t, s, root, 5)
+	if c.Base != fullDir(root, 5) {
+		t.Fatalf("chain at 5 = %+v, want the synchronous full snapshot of 5", c)
+	}
+	if _, err := os.Stat(fullDir(root, 4)); !os.IsNotExist(err) {
+		t.Fatalf("the replaced background full snapshot is still there: %v", err)
+	}
+	set(t, s, "f", strings.Repeat("w", 45))
+	checkpointT(t, s, root, 6)
+	set(t, s, "g", "7")
+	checkpointT(t, s, root, 7) // starts one into chk-7
+	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	for name, bad := range map[string][]byte{
-		"cut":     good[:len(good)-7],
-		"flipped": append(append([]byte{}, good[:20]...), append([]byte{good[20] ^ 1}, good[21:]...)...),
-		"empty":   nil,
-	} {
-		t.Run(name, func(t *testing.T) {
-			if err := os.WriteFile(path, bad, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			_, err := Open(Config{Dir: filepath.Join(root, "r-"+name), Changelogs: c.Changelogs}, testLog(t))
-			if !errors.Is(err, errBadChangelog) || !strings.Contains(err.Error(), path) {
-				t.Fatalf("Open with a %s changelog = %v, want errBadChangelog naming the file", name, err)
-			}
-		})
+	if _, err := os.Stat(fullDir(root, 7)); !os.IsNotExist(err) {
+		t.Fatalf("the background full snapshot no chain named is still there after Close: %v", err)
 	}
 }

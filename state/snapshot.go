@@ -25,7 +25,7 @@ type Handle struct {
 	// this Store (or the checkpoint it was restored from) also held: hard
 	// links to the same data, not copied again.
 	SharedFiles int
-	// Duration is how long Snapshot took, the WAL sync included.
+	// Duration is how long Snapshot took, the memtable flush included.
 	Duration time.Duration
 }
 
@@ -38,8 +38,9 @@ type Handle struct {
 // MANIFEST and OPTIONS.
 //
 // Durability, as done by pebble.(*DB).Checkpoint in v2.1.7 (checkpoint.go):
-// WithFlushedWAL first syncs the working WAL (LogData(nil, Sync)) so the
-// copy holds every write; Checkpoint creates dir and syncs every parent it
+// the flush wrote and synced an sstable holding every write (with the WAL
+// on, WithFlushedWAL syncs the working WAL instead, so that its copy holds
+// every write); Checkpoint creates dir and syncs every parent it
 // created plus the closest existing ancestor (mkdirAllAndSyncParents); the
 // OPTIONS, MANIFEST and WAL copies (vfs.CopyAcrossFS) and the format-version
 // and manifest markers (atomicfs) are synced as written; sstables are hard

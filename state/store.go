@@ -29,8 +29,9 @@ type Config struct {
 	Changelogs []string
 	// FullSnapshotAfter is how many bytes of changelogs Checkpoint lets
 	// pile up after the last full snapshot before it takes the next one in
-	// the background; it also caps the writes kept between two barriers.
-	// It bounds the work of a restore. 0 means DefaultFullSnapshotAfter.
+	// the background (see Checkpoint). It bounds the work of a restore to
+	// about twice that (the changelogs written while the next full snapshot
+	// is taken). 0 means DefaultFullSnapshotAfter.
 	FullSnapshotAfter int64
 	// FS is the filesystem for Dir, RestoreFrom and snapshot directories;
 	// nil means vfs.Default.
@@ -38,7 +39,7 @@ type Config struct {
 }
 
 // DefaultFullSnapshotAfter is Config.FullSnapshotAfter's default: a restore
-// applies at most about this much changelog (a second or two).
+// applies a few seconds' worth of changelogs at most.
 const DefaultFullSnapshotAfter = 64 << 20
 
 // cacheSize is each Store's block cache: enough for the index, filter and
@@ -130,7 +131,7 @@ func open(cfg Config, log zerolog.Logger, wal bool) (*Store, error) {
 	}
 	if err := s.restoreChain(cfg); err != nil {
 		_ = db.Close()
-		return nil, fmt.Errorf("restore %s: %w", cfg.RestoreFrom, err)
+		return nil, fmt.Errorf("restore state: %w", err)
 	}
 	log.Debug().Str("restored_from", cfg.RestoreFrom).Int("changelogs", len(cfg.Changelogs)).Msg("state opened")
 	return s, nil
@@ -194,7 +195,7 @@ func (s *Store) Get(key []byte) (value []byte, ok bool, err error) {
 
 // Set stores value under key. Both are copied; the caller may reuse them as
 // soon as Set returns. The write is not synced: it is durable only once a
-// Snapshot includes it.
+// checkpoint includes it (its changelog, or a full snapshot).
 func (s *Store) Set(key, value []byte) error {
 	if s.db == nil {
 		return ErrClosed
@@ -233,7 +234,9 @@ func (s *Store) Close() error {
 		return ErrClosed
 	}
 	if s.bg != nil {
-		<-s.bg.done // its files, if any, are the caller's (see Checkpoint)
+		if <-s.bg.done; s.bg.err == nil {
+			_ = s.fs.RemoveAll(s.bg.dir) // never named by a chain
+		}
 	}
 	err := s.db.Close()
 	s.db = nil

@@ -16,8 +16,9 @@
 // write state files (tasks do) and does not know about pending checkpoints:
 // a file that an in-flight checkpoint will reference must not be a file a
 // dropped checkpoint was the last to reference, or Save may delete it first.
-// Files of aborted checkpoints are the runtime's to discard. The store never
-// removes directories under the state root.
+// Files of aborted checkpoints are the runtime's to discard, with Discard
+// once a later checkpoint completed. The store never removes directories
+// under the state root.
 //
 // # On-disk layout
 //

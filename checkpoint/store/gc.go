@@ -84,6 +84,38 @@ func (s *Store) collectErr() error {
 	return nil
 }
 
+// Discard deletes those of files (state files acknowledged for checkpoints
+// that never completed) that no checkpoint on disk references. The caller
+// calls it only once a checkpoint acknowledged after them completed: a task
+// whose snapshots are chains may list a file of a failed checkpoint in its
+// later snapshots too, and then that completed checkpoint lists it as well.
+func (s *Store) Discard(names []string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ids, err := s.ids()
+	if err != nil {
+		return err
+	}
+	referenced := make(map[string]struct{})
+	for _, id := range ids {
+		md, _, err := s.load(id)
+		switch {
+		case errors.Is(err, ErrCorrupt):
+			continue // never restorable
+		case err != nil:
+			return err
+		}
+		maps.Copy(referenced, files(md))
+	}
+	var unreferenced []string
+	for _, f := range names {
+		if _, ok := referenced[f]; !ok {
+			unreferenced = append(unreferenced, f)
+		}
+	}
+	return s.removeStateFiles(unreferenced)
+}
+
 // removeStateFiles deletes files under the state root and syncs every
 // directory it removed from.
 func (s *Store) removeStateFiles(names []string) error {

@@ -103,6 +103,26 @@ func TestSharedFileSurvivesUntilItsLastCheckpointIsDropped(t *testing.T) {
 	}
 }
 
+// Discard deletes the files of a failed checkpoint that no checkpoint on
+// disk references; a file a later completed checkpoint took over stays.
+func TestDiscardKeepsFilesACompletedCheckpointReferences(t *testing.T) {
+	mem := newMem(t)
+	writeState(t, mem, "base/1.sst", "chk-2/w.changelog", "chk-2/full/2.sst", "chk-3/w.changelog")
+	s, _ := openStore(t, mem, 2)
+	must(t, s.Save(meta(1, "base/1.sst")))
+	// Checkpoint 2 failed; 3 completed with 2's changelog in its chain.
+	must(t, s.Save(meta(3, "base/1.sst", "chk-2/w.changelog", "chk-3/w.changelog")))
+	must(t, s.Discard([]string{"base/1.sst", "chk-2/w.changelog", "chk-2/full/2.sst"}))
+	if stateExists(mem, "chk-2/full/2.sst") {
+		t.Fatal("chk-2/full/2.sst, which no checkpoint references, survived Discard")
+	}
+	for _, f := range []string{"base/1.sst", "chk-2/w.changelog", "chk-3/w.changelog"} {
+		if !stateExists(mem, f) {
+			t.Fatalf("Discard deleted %s, which checkpoint 3 references", f)
+		}
+	}
+}
+
 func TestStateFileReferencedByTwoTasksIsCountedOnce(t *testing.T) {
 	mem := newMem(t)
 	writeState(t, mem, "shared/base.sst")
