@@ -250,6 +250,7 @@ func (b *bench) run() error {
 			continue
 		}
 		section := fmt.Sprintf("drain %s x %s B", human(float64(t.Records)), strconv.Itoa(t.Size))
+		var specs []spec
 		for _, name := range drains {
 			if !o.wants(name) {
 				continue
@@ -272,7 +273,10 @@ func (b *bench) run() error {
 			case "flink":
 				s.kind, s.label, s.interval = "flink", "Flink 2.2 exactly-once 1s", time.Second
 			}
-			b.record(b.repeated(s, b.steadyDrain))
+			specs = append(specs, s)
+		}
+		for _, r := range b.rounds(specs, b.steadyDrain) {
+			b.record(r)
 		}
 	}
 
@@ -396,23 +400,47 @@ func (b *bench) steadyDrain(s spec) *result {
 // (by records/s, or by recovery time for recovery runs), with the range of
 // that figure over the runs.
 func (b *bench) repeated(s spec, run func(spec) *result) *result {
+	return b.rounds([]spec{s}, run)[0]
+}
+
+// rounds runs each of specs once per round, --repeat rounds, and returns
+// each one's median run (see repeated). Contenders take turns so that a
+// drift of the machine during the section (the page cache holding the
+// topic or the last run's output, the disk's background write-back) spreads
+// over all of them instead of landing on the ones that run last.
+func (b *bench) rounds(specs []spec, run func(spec) *result) []*result {
+	runs := make([][]*result, len(specs))
+	for i := range b.o.repeat {
+		if i > 0 && b.ctx.Err() != nil {
+			break // every experiment ran at least once
+		}
+		for j, s := range specs {
+			if b.o.repeat > 1 {
+				b.log("%s / %s: run %d of %d", s.section, s.label, i+1, b.o.repeat)
+			}
+			r := run(s)
+			if r.Err == "" && b.o.repeat > 1 {
+				b.log("%s / %s: run %d: %s", s.section, s.label, i+1, r.summary())
+			}
+			runs[j] = append(runs[j], r)
+		}
+	}
+	out := make([]*result, len(specs))
+	for j, s := range specs {
+		out[j] = b.median(s, runs[j])
+	}
+	return out
+}
+
+// median summarises one experiment's runs.
+func (b *bench) median(s spec, runs []*result) *result {
 	var ok []*result
 	var failed *result
-	for i := range b.o.repeat {
-		if b.o.repeat > 1 {
-			b.log("%s / %s: run %d of %d", s.section, s.label, i+1, b.o.repeat)
-		}
-		r := run(s)
+	for _, r := range runs {
 		if r.Err != "" {
 			failed = r
-			continue
-		}
-		if b.o.repeat > 1 {
-			b.log("%s / %s: run %d: %s", s.section, s.label, i+1, r.summary())
-		}
-		ok = append(ok, r)
-		if b.ctx.Err() != nil {
-			break
+		} else {
+			ok = append(ok, r)
 		}
 	}
 	if len(ok) == 0 {
