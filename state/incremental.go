@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 // Chain is an incremental snapshot: a full snapshot (a directory written by
@@ -62,10 +63,10 @@ func (c *chain) add(l changelog) {
 
 // Pending is the asynchronous part of a Checkpoint: writing the delta of
 // the writes made before the barrier as a changelog. The Store's owner MUST
-// call Wait exactly once, from any goroutine, and before the next
-// Checkpoint returns Wait's result is accounted for.
+// call Wait exactly once, from any goroutine; the next Checkpoint waits for
+// it and accounts for its result.
 type Pending struct {
-	s      *Store
+	fs     vfs.FS
 	path   string
 	frozen *delta // nil: nothing to write (a full snapshot, or no write)
 	seq    uint64
@@ -85,7 +86,7 @@ func (p *Pending) Wait() (Chain, error) {
 	if p.frozen == nil {
 		return c, nil
 	}
-	if p.size, p.err = writeChangelog(p.s.fs, p.path, p.frozen); p.err != nil {
+	if p.size, p.err = writeChangelog(p.fs, p.path, p.frozen); p.err != nil {
 		return Chain{}, p.err
 	}
 	c.Changelogs = append(slices.Clip(c.Changelogs), p.path)
@@ -131,7 +132,7 @@ func (s *Store) Checkpoint(fullDir, changelogPath string) (*Pending, error) {
 	}
 	adopted := s.settle()
 	s.seq++
-	p := &Pending{s: s, path: changelogPath, seq: s.seq, done: make(chan struct{})}
+	p := &Pending{fs: s.fs, path: changelogPath, seq: s.seq, done: make(chan struct{})}
 	if s.delta == nil {
 		h, err := s.Snapshot(fullDir)
 		if err != nil {
