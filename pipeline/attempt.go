@@ -92,7 +92,8 @@ func (a *attempt) run(ctx context.Context, stop <-chan struct{}) error {
 	if stateful {
 		for w := range p {
 			sc := state.Config{Dir: states.workDir(w), FullSnapshotAfter: int64(cfg.State.FullSnapshotAfter)}
-			if c, ok := rs.state[w]; ok {
+			c, restore := rs.state[w]
+			if restore {
 				sc.RestoreFrom = states.abs(c.base)
 				for _, l := range c.changelogs {
 					sc.Changelogs = append(sc.Changelogs, states.abs(l))
@@ -102,7 +103,7 @@ func (a *attempt) run(ctx context.Context, stop <-chan struct{}) error {
 			if err != nil {
 				return fmt.Errorf("restore state of worker %d: %w", w, err)
 			}
-			if c, ok := rs.state[w]; ok {
+			if restore {
 				log.Info().Int("worker", w).Str("full", c.base).Int("changelogs", len(c.changelogs)).Msg("state restored")
 			}
 			a.defer_(func() { _ = s.Close() })
