@@ -70,7 +70,7 @@ func TestSnapshotWithWALFromAnEarlierVersionRestores(t *testing.T) {
 
 func TestPebbleLoggerRoutesToZerolog(t *testing.T) {
 	var buf bytes.Buffer
-	l := pebbleLogger{zerolog.New(&buf)}
+	l := newPebbleLogger(zerolog.New(&buf))
 	l.Infof("info %d", 1)
 	l.Errorf("trouble %d", 2)
 	defer func() {
@@ -84,4 +84,17 @@ func TestPebbleLoggerRoutesToZerolog(t *testing.T) {
 		}
 	}()
 	l.Fatalf("broken %d", 3)
+}
+
+// A burst of Pebble errors (a flush retried on a full disk) is cut down to
+// errorBurst lines.
+func TestPebbleErrorsAreRateLimited(t *testing.T) {
+	var buf bytes.Buffer
+	l := newPebbleLogger(zerolog.New(&buf))
+	for i := range 1000 {
+		l.Errorf("background error: creating object %d: no space left on device", i)
+	}
+	if n := strings.Count(buf.String(), "\n"); n < 1 || n > errorBurst {
+		t.Fatalf("%d lines logged for 1000 errors in a burst, want 1-%d", n, errorBurst)
+	}
 }

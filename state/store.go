@@ -110,7 +110,7 @@ func open(cfg Config, log zerolog.Logger, wal bool) (*Store, error) {
 	defer cache.Unref() // the DB holds its own reference
 	opts := &pebble.Options{
 		FS:         cfg.FS,
-		Logger:     pebbleLogger{log},
+		Logger:     newPebbleLogger(log),
 		DisableWAL: !wal,
 		Cache:      cache,
 	}
