@@ -38,8 +38,12 @@ type chain struct {
 	baseFiles []string
 	baseBytes int64
 	baseSeq   uint64 // the barrier (Store.seq) the base was taken at
-	logs      []changelog
-	logBytes  int64
+	// named: a snapshot handed out (or the checkpoint restored) names the
+	// base, which the Store therefore never deletes. A background full
+	// snapshot is adopted unnamed.
+	named    bool
+	logs     []changelog
+	logBytes int64
 }
 
 type changelog struct {
@@ -118,8 +122,9 @@ type background struct {
 // kept). Once the changelogs since the last full snapshot reach
 // Config.FullSnapshotAfter bytes or maxChangelogs files, a full snapshot
 // into fullDir starts in the background; the first Checkpoint after it
-// finished uses it as the chain's base, which keeps restores short. That snapshot is fuzzy: it holds every
-// write before this barrier and possibly some after it. Restoring it plus
+// finished uses it as the chain's base, which keeps restores short. That
+// snapshot is fuzzy: it holds every write before this barrier and possibly
+// some after it. Restoring it plus
 // the changelogs of the later barriers is still exact, because every later
 // write of a key is in one of them, and the last one applied wins.
 //
@@ -130,7 +135,7 @@ func (s *Store) Checkpoint(fullDir, changelogPath string) (*Pending, error) {
 	if s.db == nil {
 		return nil, ErrClosed
 	}
-	adopted := s.settle()
+	s.settle()
 	s.seq++
 	p := &Pending{fs: s.fs, path: changelogPath, seq: s.seq, done: make(chan struct{})}
 	if s.delta == nil {
@@ -138,14 +143,12 @@ func (s *Store) Checkpoint(fullDir, changelogPath string) (*Pending, error) {
 		if err != nil {
 			return nil, err // still no delta: the next barrier tries again
 		}
-		if adopted != "" {
-			_ = s.fs.RemoveAll(adopted) // replaced before any chain named it
+		if !s.chain.named && s.chain.base != "" {
+			_ = s.fs.RemoveAll(s.chain.base) // adopted, then replaced before any snapshot named it
 		}
 		s.chain = chain{base: fullDir, baseFiles: h.Files, baseBytes: h.Bytes, baseSeq: s.seq}
 		s.delta = newDelta(nil)
-		p.chain = s.chain.public()
-		s.last = p
-		return p, nil
+		return s.hand(p), nil
 	}
 	if s.delta.n > 0 {
 		if err := s.fs.MkdirAll(filepath.Dir(changelogPath), 0o755); err != nil {
@@ -158,9 +161,15 @@ func (s *Store) Checkpoint(fullDir, changelogPath string) (*Pending, error) {
 	if s.bg == nil && (s.chain.logBytes >= s.fullAfter || len(s.chain.logs) >= maxChangelogs) {
 		s.startBackground(fullDir)
 	}
+	return s.hand(p), nil
+}
+
+// hand returns p, which names the current chain, as the last Pending.
+func (s *Store) hand(p *Pending) *Pending {
 	p.chain = s.chain.public()
+	s.chain.named = true
 	s.last = p
-	return p, nil
+	return p
 }
 
 // maxChangelogs caps a chain's length, whatever their size: each is a file
@@ -175,8 +184,8 @@ const maxChangelogs = 100
 const deltaLimit = 16 << 20
 
 // settle accounts for the last Pending (waiting for it if need be) and
-// adopts a finished background full snapshot, whose directory it returns.
-func (s *Store) settle() (adopted string) {
+// adopts a finished background full snapshot.
+func (s *Store) settle() {
 	if p := s.last; p != nil {
 		<-p.done
 		s.last = nil
@@ -190,23 +199,23 @@ func (s *Store) settle() (adopted string) {
 		}
 	}
 	if s.bg == nil {
-		return ""
+		return
 	}
 	select {
 	case <-s.bg.done:
 	default:
-		return ""
+		return
 	}
 	bg := s.bg
 	s.bg = nil
 	switch {
 	case bg.err != nil:
 		s.log.Warn().Err(bg.err).Str("snapshot", bg.dir).Msg("background full state snapshot failed; the next checkpoint retries")
-		return ""
+		return
 	case bg.seq <= s.chain.baseSeq:
 		// A synchronous full snapshot replaced it: no chain references it.
 		_ = s.fs.RemoveAll(bg.dir)
-		return ""
+		return
 	}
 	c := chain{base: bg.dir, baseFiles: bg.files, baseBytes: bg.bytes, baseSeq: bg.seq}
 	for _, l := range s.chain.logs {
@@ -217,7 +226,6 @@ func (s *Store) settle() (adopted string) {
 	s.log.Debug().Str("snapshot", bg.dir).Dur("duration", bg.took).Int64("bytes", bg.bytes).
 		Int("changelogs_dropped", len(s.chain.logs)-len(c.logs)).Msg("background full state snapshot in use")
 	s.chain = c
-	return bg.dir
 }
 
 // startBackground starts a full snapshot into dir. Pebble's Checkpoint is

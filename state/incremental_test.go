@@ -309,3 +309,34 @@ func TestUnusedFullSnapshotsAreRemoved(t *testing.T) {
 		t.Fatalf("the background full snapshot no chain named is still there after Close: %v", err)
 	}
 }
+
+// A background full snapshot adopted while the next synchronous one fails
+// is still removed once a synchronous one succeeds: no snapshot named it.
+func TestAdoptedFullSnapshotReplacedAfterAFailureIsRemoved(t *testing.T) {
+	root := t.TempDir()
+	bad := fullDir(root, 3)
+	fs := errorfs.Wrap(vfs.Default, errorfs.InjectorFunc(func(op errorfs.Op) error {
+		if op.Kind == errorfs.OpMkdirAll && op.Path == bad {
+			return errorfs.ErrInjected
+		}
+		return nil
+	}))
+	s := openCfg(t, Config{Dir: filepath.Join(root, "work"), FS: fs, FullSnapshotAfter: 64})
+	set(t, s, "a", strings.Repeat("z", 45)) // a 67-byte changelog
+	checkpointT(t, s, root, 1)
+	set(t, s, "b", "2")
+	checkpointT(t, s, root, 2) // starts a background full snapshot into chk-2
+	<-s.bg.done
+	set(t, s, "c", strings.Repeat("x", 70)) // outgrows the delta
+	if _, err := s.Checkpoint(fullDir(root, 3), changelogPath(root, 3)); !errors.Is(err, errorfs.ErrInjected) {
+		t.Fatalf("Checkpoint 3 = %v, want the injected error", err)
+	}
+	c := checkpointT(t, s, root, 4)
+	if c.Base != fullDir(root, 4) {
+		t.Fatalf("chain at 4 = %+v, want the synchronous full snapshot of 4", c)
+	}
+	if _, err := os.Stat(fullDir(root, 2)); !os.IsNotExist(err) {
+		t.Fatalf("the adopted, never named full snapshot of 2 is still there: %v", err)
+	}
+	wantContents(t, openChain(t, root, c), map[string]string{"a": strings.Repeat("z", 45), "b": "2", "c": strings.Repeat("x", 70)})
+}

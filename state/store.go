@@ -140,7 +140,7 @@ func open(cfg Config, log zerolog.Logger, wal bool) (*Store, error) {
 // restoreChain applies cfg.Changelogs and makes the restored chain the one
 // the next Checkpoint extends: the files it consists of stay referenced.
 func (s *Store) restoreChain(cfg Config) error {
-	s.chain = chain{base: cfg.RestoreFrom}
+	s.chain = chain{base: cfg.RestoreFrom, named: true}
 	if cfg.RestoreFrom != "" {
 		var err error
 		if s.chain.baseFiles, s.chain.baseBytes, err = listSizes(s.fs, cfg.RestoreFrom); err != nil {
