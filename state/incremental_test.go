@@ -244,17 +244,21 @@ func TestFuzzyFullSnapshotRestoresExactly(t *testing.T) {
 	wantContents(t, openChain(t, root, c), map[string]string{"a": "after", "c": "2", "d": "after", "e": "3"})
 }
 
-// A background full snapshot that fails is logged and retried at the next
-// barrier; the chain goes on with changelogs meanwhile.
-func TestFailedFullSnapshotIsRetried(t *testing.T) {
-	root := t.TempDir()
-	bad := fullDir(root, 2)
-	fs := errorfs.Wrap(vfs.Default, errorfs.InjectorFunc(func(op errorfs.Op) error {
-		if op.Kind == errorfs.OpMkdirAll && op.Path == bad {
+// failMkdir is a filesystem on which creating dir fails.
+func failMkdir(dir string) vfs.FS {
+	return errorfs.Wrap(vfs.Default, errorfs.InjectorFunc(func(op errorfs.Op) error {
+		if op.Kind == errorfs.OpMkdirAll && op.Path == dir {
 			return errorfs.ErrInjected
 		}
 		return nil
 	}))
+}
+
+// A background full snapshot that fails is logged and retried at the next
+// barrier; the chain goes on with changelogs meanwhile.
+func TestFailedFullSnapshotIsRetried(t *testing.T) {
+	root := t.TempDir()
+	fs := failMkdir(fullDir(root, 2))
 	s := openCfg(t, Config{Dir: filepath.Join(root, "work"), FS: fs, FullSnapshotAfter: 20})
 	set(t, s, "a", "1")
 	checkpointT(t, s, root, 1)
@@ -314,13 +318,7 @@ func TestUnusedFullSnapshotsAreRemoved(t *testing.T) {
 // is still removed once a synchronous one succeeds: no snapshot named it.
 func TestAdoptedFullSnapshotReplacedAfterAFailureIsRemoved(t *testing.T) {
 	root := t.TempDir()
-	bad := fullDir(root, 3)
-	fs := errorfs.Wrap(vfs.Default, errorfs.InjectorFunc(func(op errorfs.Op) error {
-		if op.Kind == errorfs.OpMkdirAll && op.Path == bad {
-			return errorfs.ErrInjected
-		}
-		return nil
-	}))
+	fs := failMkdir(fullDir(root, 3))
 	s := openCfg(t, Config{Dir: filepath.Join(root, "work"), FS: fs, FullSnapshotAfter: 64})
 	set(t, s, "a", strings.Repeat("z", 45)) // a 67-byte changelog
 	checkpointT(t, s, root, 1)
