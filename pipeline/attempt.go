@@ -85,7 +85,7 @@ func (a *attempt) run(ctx context.Context, stop <-chan struct{}) error {
 
 	// 3. State: drop snapshots no checkpoint references, restore each worker.
 	states := &stateFiles{root: cfg.State.Dir, log: log}
-	if keep, ok := referencedFiles(st); ok {
+	if keep, err := st.Referenced(); err == nil {
 		states.keepOnly(keep)
 	}
 	stores := make([]*state.Store, p)
@@ -232,32 +232,6 @@ func (a *attempt) run(ctx context.Context, stop <-chan struct{}) error {
 	defer j.setReady(false)
 	log.Info().Int("parallelism", p).Bool("stateful", stateful).Msg("job running")
 	return d.loop(ctx, stop, tickPeriod(cfg.Checkpoint.Interval, cfg.Checkpoint.Timeout), cfg.Checkpoint.Timeout)
-}
-
-// referencedFiles lists every state file some checkpoint on disk
-// references. ok is false when the store could not be read completely: then
-// nothing may be deleted.
-func referencedFiles(st *store.Store) (keep map[string]bool, ok bool) {
-	keep = map[string]bool{}
-	infos, err := st.List()
-	if err != nil {
-		return nil, false
-	}
-	for _, info := range infos {
-		md, err := st.Load(info.ID)
-		if errors.Is(err, store.ErrCorrupt) {
-			continue // never restorable, its files serve nothing
-		}
-		if err != nil {
-			return nil, false
-		}
-		for _, snap := range md.Tasks {
-			for _, f := range snap.Files {
-				keep[f] = true
-			}
-		}
-	}
-	return keep, true
 }
 
 // discover looks for new partitions periodically.

@@ -54,6 +54,19 @@ func (s *stateFiles) rel(path string) (string, error) {
 	return filepath.ToSlash(r), err
 }
 
+// rels is rel of each path.
+func (s *stateFiles) rels(paths []string) ([]string, error) {
+	out := make([]string, 0, len(paths))
+	for _, p := range paths {
+		r, err := s.rel(p)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
 // snapshotDirs lists the chk-<id> directories with their ids.
 func (s *stateFiles) snapshotDirs() map[checkpoint.ID]string {
 	out := map[checkpoint.ID]string{}
@@ -113,14 +126,14 @@ func settled(dir string) bool {
 
 // keepOnly removes every snapshot file that is not in keep (paths relative
 // to the root): at start, what belongs to no checkpoint on disk.
-func (s *stateFiles) keepOnly(keep map[string]bool) {
+func (s *stateFiles) keepOnly(keep map[string]struct{}) {
 	for _, dir := range s.snapshotDirs() {
 		_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
 			if err != nil || d.IsDir() {
 				return nil
 			}
-			rel, err := filepath.Rel(s.root, p)
-			if err == nil && !keep[filepath.ToSlash(rel)] {
+			rel, err := s.rel(p)
+			if _, kept := keep[rel]; err == nil && !kept {
 				if err := os.Remove(p); err != nil {
 					s.log.Warn().Err(err).Str("file", p).Msg("cannot remove an unreferenced state file")
 				}

@@ -286,24 +286,14 @@ func sinkErr(err error) error {
 
 // recordChain puts a state snapshot into the worker's data and the
 // snapshot's file list, relative to the state root.
-func (w *worker) recordChain(c state.Chain, data *workerData, snap *checkpoint.Snapshot) error {
-	var err error
-	if data.State, err = w.states.rel(c.Base); err != nil {
+func (w *worker) recordChain(c state.Chain, data *workerData, snap *checkpoint.Snapshot) (err error) {
+	if data.State, err = w.states.rel(c.Base); err == nil {
+		if data.Changelogs, err = w.states.rels(c.Changelogs); err == nil {
+			snap.Files, err = w.states.rels(c.Files())
+		}
+	}
+	if err != nil {
 		return fmt.Errorf("state snapshot: %w", err)
-	}
-	for _, l := range c.Changelogs {
-		r, err := w.states.rel(l)
-		if err != nil {
-			return fmt.Errorf("state snapshot: %w", err)
-		}
-		data.Changelogs = append(data.Changelogs, r)
-	}
-	for _, f := range c.Files() {
-		r, err := w.states.rel(f)
-		if err != nil {
-			return fmt.Errorf("state snapshot: %w", err)
-		}
-		snap.Files = append(snap.Files, r)
 	}
 	return nil
 }

@@ -92,20 +92,9 @@ func (s *Store) collectErr() error {
 func (s *Store) Discard(names []string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ids, err := s.ids()
+	referenced, err := s.referenced()
 	if err != nil {
 		return err
-	}
-	referenced := make(map[string]struct{})
-	for _, id := range ids {
-		md, _, err := s.load(id)
-		switch {
-		case errors.Is(err, ErrCorrupt):
-			continue // never restorable
-		case err != nil:
-			return err
-		}
-		maps.Copy(referenced, files(md))
 	}
 	var unreferenced []string
 	for _, f := range names {
@@ -114,6 +103,38 @@ func (s *Store) Discard(names []string) error {
 		}
 	}
 	return s.removeStateFiles(unreferenced)
+}
+
+// Referenced returns every state file that a restorable checkpoint on disk
+// references. The files of a corrupt checkpoint, or of one missing some of
+// its files, serve nothing and are not in it. On error nothing may be
+// deleted.
+func (s *Store) Referenced() (map[string]struct{}, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.referenced()
+}
+
+func (s *Store) referenced() (map[string]struct{}, error) {
+	ids, err := s.ids()
+	if err != nil {
+		return nil, err
+	}
+	referenced := make(map[string]struct{})
+	for _, id := range ids {
+		md, _, err := s.load(id)
+		if err == nil {
+			err = s.checkFiles(md)
+		}
+		switch {
+		case errors.Is(err, ErrCorrupt):
+			continue // never restorable
+		case err != nil:
+			return nil, err
+		}
+		maps.Copy(referenced, files(md))
+	}
+	return referenced, nil
 }
 
 // removeStateFiles deletes files under the state root and syncs every
