@@ -232,7 +232,7 @@ func (c *Coordinator) tick(now time.Time) error {
 		if c.s.Rand != nil {
 			r = c.s.Rand()
 		}
-		c.nextDue = now.Add(time.Duration(r * float64(c.s.InitialDelayMax)))
+		c.nextDue = now.Add(time.Duration(r * float64(c.s.InitialDelay)))
 	}
 	c.expire()
 	if c.failed == nil {

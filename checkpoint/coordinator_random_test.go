@@ -86,7 +86,7 @@ func runCoordinatorSchedule(seed uint64, steps int) error {
 	unit := 10 * time.Millisecond
 	s := DefaultSettings()
 	s.Interval = time.Duration(1+r.IntN(5)) * unit
-	s.InitialDelayMax = time.Duration(r.IntN(5)) * unit
+	s.InitialDelay = time.Duration(r.IntN(5)) * unit
 	s.Rand = r.Float64
 	s.MinPause = time.Duration(r.IntN(4)) * unit
 	s.Timeout = time.Duration(3+r.IntN(20)) * unit

@@ -12,7 +12,7 @@ import (
 func Example() {
 	s := checkpoint.DefaultSettings()
 	s.Interval = 10 * time.Second
-	s.InitialDelayMax = 0
+	s.InitialDelay = 0
 	c, err := checkpoint.NewCoordinator(s, []checkpoint.TaskID{"source", "sink"}, nil, 0)
 	if err != nil {
 		panic(err)

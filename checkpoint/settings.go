@@ -2,7 +2,10 @@ package checkpoint
 
 import (
 	"fmt"
+	"math"
 	"time"
+
+	"github.com/connector-dev/connector/internal/spec"
 )
 
 // Mode is the processing guarantee. The Coordinator only carries it; Aligners
@@ -30,97 +33,127 @@ func (m Mode) String() string {
 	return fmt.Sprintf("Mode(%d)", uint8(m))
 }
 
+// UnmarshalText parses the config file's spelling.
+func (m *Mode) UnmarshalText(b []byte) error {
+	switch string(b) {
+	case "exactly_once":
+		*m = ExactlyOnce
+	case "at_least_once":
+		*m = AtLeastOnce
+	default:
+		return fmt.Errorf("unknown mode %q (want exactly_once or at_least_once)", b)
+	}
+	return nil
+}
+
+// MarshalText writes the config file's spelling.
+func (m Mode) MarshalText() ([]byte, error) { return []byte(m.String()), nil }
+
 // ParseMode parses the config file's spelling: "exactly_once" or
 // "at_least_once".
 func ParseMode(s string) (Mode, error) {
-	switch s {
-	case "exactly_once":
-		return ExactlyOnce, nil
-	case "at_least_once":
-		return AtLeastOnce, nil
+	var m Mode
+	if err := m.UnmarshalText([]byte(s)); err != nil {
+		return 0, fmt.Errorf("%w: checkpoint.mode: %w", ErrInvalidSettings, err)
 	}
-	return 0, fmt.Errorf("%w: checkpoint.mode: want exactly_once or at_least_once, got %q", ErrInvalidSettings, s)
+	return m, nil
 }
 
-// Settings configure a Coordinator. Start from DefaultSettings, change what the
-// config sets, and let NewCoordinator call Validate. The field comments name the
-// YAML keys under checkpoint:.
-type Settings struct {
-	// Interval (interval) is the base period: checkpoint n+1 is due Interval
-	// after checkpoint n was triggered.
-	Interval time.Duration
-	// InitialDelayMax bounds the random delay before the first checkpoint:
-	// the first one is due Rand()*InitialDelayMax after the first Tick, so
+// Config is the checkpoint: section of a job file, with its defaults (the
+// `default` tags, the only place they are written) and its checks
+// (Validate). The config loader decodes into it; code builds one with
+// DefaultConfig.
+type Config struct {
+	// Interval is the base period: checkpoint n+1 is due Interval after
+	// checkpoint n was triggered.
+	Interval time.Duration `yaml:"interval" default:"1s" doc:"how often a checkpoint is triggered"`
+	// Timeout: a checkpoint not acknowledged by every task within Timeout
+	// of being triggered is aborted with ErrExpired. Once every task
+	// acknowledged it, it no longer expires: its fate is the persist's.
+	Timeout time.Duration `yaml:"timeout" default:"60s" doc:"a checkpoint pending longer fails (the job goes on)"`
+	// MinPause is the least time between a checkpoint completing and the
+	// next being triggered. The Coordinator knows time only from ticks: a
+	// completion happens at the time of the latest Tick.
+	MinPause time.Duration `yaml:"min_pause" default:"0s" doc:"least time between one checkpoint completing and the next starting"`
+	// MaxConcurrent bounds the checkpoints pending at once (triggered and
+	// neither completed nor aborted). A due checkpoint waits for a slot.
+	MaxConcurrent int `yaml:"max_concurrent" default:"1" doc:"checkpoints in flight at once"`
+	// Retained is how many completed checkpoints the store keeps. The
+	// Coordinator does not act on it (retention belongs to the store).
+	Retained int `yaml:"retained" default:"3" doc:"completed checkpoints kept on disk"`
+	// Mode is passed on to the aligners; see Mode.
+	Mode Mode `yaml:"mode" default:"exactly_once" doc:"exactly_once | at_least_once (no barrier alignment)"`
+	// Dir holds the checkpoint metadata (the store's directory).
+	Dir string `yaml:"dir" default:"./data/checkpoints" doc:"where checkpoint metadata is kept"`
+	// InitialDelay bounds the random delay before the first checkpoint:
+	// the first one is due Rand()*InitialDelay after the first Tick, so
 	// that jobs started together do not checkpoint in lockstep.
-	InitialDelayMax time.Duration
+	InitialDelay time.Duration `yaml:"initial_delay" default:"@interval" doc:"bound of the random delay before the first checkpoint"`
+	// TolerableFailures is how many checkpoints in a row may fail (declines,
+	// timeouts, metadata persist failures; not subsumption or cancellation)
+	// before the Coordinator fails the job. A completed checkpoint resets
+	// the count. 0 fails the job on the first failed checkpoint. A failed
+	// checkpoint discards nothing: its committables go into the next one.
+	TolerableFailures int `yaml:"tolerable_failures" default:"5" doc:"failed checkpoints in a row before the job restarts"`
+}
+
+// Upper bounds: far above any sensible value, low enough that a typo
+// cannot exhaust memory.
+const (
+	maxConcurrentLimit = 100
+	retainedLimit      = 1000
+	maxDuration        = 7 * 24 * time.Hour
+)
+
+// Validate reports every value out of range, under its YAML key.
+func (c *Config) Validate(p *spec.Problems) {
+	spec.Positive(p, "interval", c.Interval)
+	spec.AtMost(p, "interval", c.Interval, maxDuration)
+	spec.Positive(p, "timeout", c.Timeout)
+	spec.AtMost(p, "timeout", c.Timeout, maxDuration)
+	spec.NotNegative(p, "min_pause", c.MinPause)
+	spec.AtMost(p, "min_pause", c.MinPause, maxDuration)
+	p.Between("max_concurrent", c.MaxConcurrent, 1, maxConcurrentLimit)
+	p.Between("retained", c.Retained, 1, retainedLimit)
+	if c.Mode != ExactlyOnce && c.Mode != AtLeastOnce {
+		p.Add("mode", "unknown mode %v (want exactly_once or at_least_once)", c.Mode)
+	}
+	p.Required("dir", c.Dir)
+	spec.NotNegative(p, "initial_delay", c.InitialDelay)
+	spec.AtMost(p, "initial_delay", c.InitialDelay, maxDuration)
+	p.Between("tolerable_failures", c.TolerableFailures, 0, math.MaxInt32)
+}
+
+// DefaultConfig returns the checkpoint: section with every default filled.
+func DefaultConfig() Config {
+	var c Config
+	if err := spec.Fill(&c, "", nil); err != nil {
+		panic(err) // a malformed default tag: a bug
+	}
+	return c
+}
+
+// Settings configure a Coordinator: the checkpoint: section plus what the
+// runtime injects. Start from DefaultSettings, change what the config sets,
+// and let NewCoordinator call Validate.
+type Settings struct {
+	Config
 	// Rand returns a number in [0, 1). It is the only randomness the
 	// Coordinator uses; the runtime passes rand.Float64, tests a fixed or
 	// seeded source. Nil means 0: no initial delay.
 	Rand func() float64
-	// MinPause (min_pause) is the least time between a checkpoint completing
-	// and the next one being triggered. The Coordinator knows time only from
-	// ticks: a completion happens at the time of the latest Tick.
-	MinPause time.Duration
-	// Timeout (timeout): a checkpoint not acknowledged by every task within
-	// Timeout of being triggered is aborted with ErrExpired. Once every task
-	// acknowledged it, it no longer expires: its fate is the persist's.
-	Timeout time.Duration
-	// MaxConcurrent (max_concurrent) bounds the checkpoints pending at once
-	// (triggered and neither completed nor aborted). A due checkpoint waits
-	// for a free slot.
-	MaxConcurrent int
-	// TolerableFailures is how many checkpoints in a row may fail before the
-	// Coordinator fails the job. Failures are declines, timeouts and
-	// metadata persist failures; subsumption and cancellation are not
-	// failures. A completed checkpoint resets the count. 0 fails the job on
-	// the first failed checkpoint.
-	TolerableFailures int
-	// Retained (retained) is how many completed checkpoints the store keeps.
-	// The Coordinator does not act on it (retention and deleting the files
-	// that fall out of it belong to the store); it is here so that one
-	// struct carries the checkpoint: section and validates it once.
-	Retained int
-	// Mode (mode) is passed on to the aligners; see Mode.
-	Mode Mode
 }
 
-// DefaultSettings returns the defaults: the values config.yaml documents.
-func DefaultSettings() Settings {
-	return Settings{
-		Interval:          time.Second,
-		InitialDelayMax:   time.Second,
-		MinPause:          0,
-		Timeout:           time.Minute,
-		MaxConcurrent:     1,
-		TolerableFailures: 3,
-		Retained:          3,
-		Mode:              ExactlyOnce,
-	}
-}
+// DefaultSettings returns the defaults of Config, without randomness.
+func DefaultSettings() Settings { return Settings{Config: DefaultConfig()} }
 
-// Validate reports the first value that is out of range, naming its YAML key.
-// The error wraps ErrInvalidSettings.
+// Validate reports the values out of range, naming their YAML keys under
+// checkpoint:. The error wraps ErrInvalidSettings.
 func (s Settings) Validate() error {
-	bad := func(key, want string, got any) error {
-		return fmt.Errorf("%w: checkpoint.%s: must be %s, got %v", ErrInvalidSettings, key, want, got)
-	}
-	switch {
-	case s.Interval <= 0:
-		return bad("interval", "positive", s.Interval)
-	case s.InitialDelayMax < 0:
-		return bad("initial_delay", "zero or positive", s.InitialDelayMax)
-	case s.MinPause < 0:
-		return bad("min_pause", "zero or positive", s.MinPause)
-	case s.Timeout <= 0:
-		return bad("timeout", "positive", s.Timeout)
-	case s.MaxConcurrent < 1:
-		return bad("max_concurrent", "at least 1", s.MaxConcurrent)
-	case s.TolerableFailures < 0:
-		return bad("tolerable_failures", "zero or positive", s.TolerableFailures)
-	case s.Retained < 1:
-		return bad("retained", "at least 1", s.Retained)
-	case s.Mode != ExactlyOnce && s.Mode != AtLeastOnce:
-		return bad("mode", "exactly_once or at_least_once", s.Mode)
+	var p spec.Problems
+	s.Config.Validate(p.At("checkpoint"))
+	if len(p.List()) > 0 {
+		return fmt.Errorf("%w: %s", ErrInvalidSettings, &p)
 	}
 	return nil
 }

@@ -16,7 +16,7 @@ func TestDefaultSettingsAreValid(t *testing.T) {
 func TestValidateNamesTheYAMLKey(t *testing.T) {
 	for key, change := range map[string]func(*Settings){
 		"checkpoint.interval:":           func(s *Settings) { s.Interval = 0 },
-		"checkpoint.initial_delay:":      func(s *Settings) { s.InitialDelayMax = -time.Second },
+		"checkpoint.initial_delay:":      func(s *Settings) { s.InitialDelay = -time.Second },
 		"checkpoint.min_pause:":          func(s *Settings) { s.MinPause = -time.Second },
 		"checkpoint.timeout:":            func(s *Settings) { s.Timeout = 0 },
 		"checkpoint.max_concurrent:":     func(s *Settings) { s.MaxConcurrent = 0 },

@@ -84,7 +84,7 @@ func (e *coordEnv) handleCoordinator(t *testing.T, d *datadriven.TestData) {
 //
 //	tasks=(A, B)      the tasks (required)
 //	interval=D        Settings.Interval
-//	initial-delay=D   Settings.InitialDelayMax
+//	initial-delay=D   Settings.InitialDelay
 //	rand=F            Settings.Rand returns F
 //	min-pause=D       Settings.MinPause
 //	timeout=D         Settings.Timeout
@@ -100,9 +100,9 @@ func newScriptCoordinator(t *testing.T, d *datadriven.TestData) (*Coordinator, e
 		"max-concurrent", "tolerable", "mode", "last", "max-seen")
 	s := DefaultSettings()
 	s.Interval = 10 * time.Second
-	s.InitialDelayMax = 0
+	s.InitialDelay = 0
 	d.MaybeScanArgs(t, "interval", &s.Interval)
-	d.MaybeScanArgs(t, "initial-delay", &s.InitialDelayMax)
+	d.MaybeScanArgs(t, "initial-delay", &s.InitialDelay)
 	var f float64
 	if d.MaybeScanArgs(t, "rand", &f) {
 		s.Rand = func() float64 { return f }

@@ -1,6 +1,11 @@
 package checkpoint
 
-import "time"
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
 
 // ID identifies a checkpoint. IDs are handed out by the Coordinator in strictly
 // increasing order, across restarts too.
@@ -29,4 +34,26 @@ type Metadata struct {
 	ID        ID                  `json:"id"`
 	Timestamp time.Time           `json:"timestamp"`
 	Tasks     map[TaskID]Snapshot `json:"tasks"`
+}
+
+// namePrefix starts every name of a checkpoint's files.
+const namePrefix = "chk-"
+
+// Name is the name a checkpoint's files go by, here and in the state
+// directory: "chk-" and the id zero-padded to 20 digits (the width of the
+// largest uint64), so that names sort like ids.
+func (id ID) Name() string { return fmt.Sprintf("%s%020d", namePrefix, uint64(id)) }
+
+// ParseName reads a name written by Name (and nothing else: no other
+// padding, no sign); ok is false for any other name.
+func ParseName(name string) (id ID, ok bool) {
+	digits, found := strings.CutPrefix(name, namePrefix)
+	if !found || len(digits) != 20 {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(digits, 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	return ID(n), true
 }

@@ -67,3 +67,13 @@ func (b ByteSize) String() string {
 
 // MarshalYAML writes the size as String does.
 func (b ByteSize) MarshalYAML() (any, error) { return b.String(), nil }
+
+// UnmarshalText parses what ParseByteSize parses.
+func (b *ByteSize) UnmarshalText(text []byte) error {
+	v, err := ParseByteSize(string(text))
+	if err != nil {
+		return err
+	}
+	*b = v
+	return nil
+}

@@ -1,14 +1,17 @@
 package config
 
 import (
+	"cmp"
+	"encoding"
 	"fmt"
 	"reflect"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/connector-dev/connector/internal/spec"
 )
 
 // decoder fills Go values from yaml nodes by their `yaml` tags. It expands
@@ -22,15 +25,18 @@ type decoder struct {
 }
 
 var (
-	durationType   = reflect.TypeFor[time.Duration]()
-	byteSizeType   = reflect.TypeFor[ByteSize]()
-	secretType     = reflect.TypeFor[Secret]()
-	transformsType = reflect.TypeFor[[]Transform]()
+	durationType = reflect.TypeFor[time.Duration]()
+	byteSizeType = reflect.TypeFor[ByteSize]()
+	secretType   = reflect.TypeFor[Secret]()
+	pluginType   = reflect.TypeFor[Plugin]()
+
+	textUnmarshalerType = reflect.TypeFor[encoding.TextUnmarshaler]()
 )
 
 // mapping decodes mapping node n into struct v. Keys in skip are known but
-// decoded by the caller.
-func (d *decoder) mapping(n *yaml.Node, path string, v reflect.Value, skip ...string) {
+// decoded by the caller. unknown, if not empty, names the struct in
+// "unknown key" messages ("for sink type file").
+func (d *decoder) mapping(n *yaml.Node, path string, v reflect.Value, unknown string, skip ...string) {
 	n = resolveAlias(n)
 	if isNull(n) {
 		return
@@ -59,26 +65,32 @@ func (d *decoder) mapping(n *yaml.Node, path string, v reflect.Value, skip ...st
 		}
 		idx, ok := fields[k.Value]
 		if !ok {
-			d.errs.addAt(k.Line, key, "unknown key%s", suggest(k.Value, knownKeys(fields, skip)))
+			d.errs.addAt(k.Line, key, "unknown key%s%s", unknown, suggest(k.Value, knownKeys(fields, nil)))
 			continue
 		}
-		d.value(val, key, v.Field(idx))
+		d.value(val, key, v.Field(idx), v.Type().Field(idx).Tag.Get("kind"))
 	}
 }
 
-// value decodes n into v, which is addressable.
-func (d *decoder) value(n *yaml.Node, path string, v reflect.Value) {
+// value decodes n into v, which is addressable. section is the field's
+// `kind` tag: the section of the registered kinds a Plugin (or a list of
+// them) holds.
+func (d *decoder) value(n *yaml.Node, path string, v reflect.Value, section string) {
 	n = resolveAlias(n)
+	t := v.Type()
+	if t == pluginType {
+		d.plugin(n, path, v.Addr().Interface().(*Plugin), section)
+		return
+	}
 	if isNull(n) {
 		return
 	}
-	t := v.Type()
 	switch {
-	case t == transformsType:
-		d.transforms(n, path, v)
+	case t.Kind() == reflect.Slice && t.Elem() == pluginType:
+		d.plugins(n, path, v, section)
 		return
-	case t.Kind() == reflect.Struct && t != secretType:
-		d.mapping(n, path, v)
+	case t.Kind() == reflect.Struct && !spec.IsScalar(t):
+		d.mapping(n, path, v, "")
 		return
 	case t.Kind() == reflect.Slice:
 		d.list(n, path, v)
@@ -93,12 +105,16 @@ func (d *decoder) value(n *yaml.Node, path string, v reflect.Value) {
 		}
 		return
 	}
-	s, ok := d.scalar(n, path, expectedName(t))
+	s, ok := d.scalar(n, path, cmp.Or(expectedName(t), "a string"))
 	if !ok || s == "" { // an empty value means "use the default"
 		return
 	}
-	if err := setScalar(v, s); err != nil {
-		d.errs.addAt(n.Line, path, "%q is not %s", s, expectedName(t))
+	if err := spec.SetScalar(v, s); err != nil {
+		if want := expectedName(t); want != "" {
+			d.errs.addAt(n.Line, path, "%q is not %s", s, want)
+		} else {
+			d.errs.addAt(n.Line, path, "%v", err) // the type's own words
+		}
 		return
 	}
 	d.src.set[path] = true
@@ -108,44 +124,6 @@ func (d *decoder) markSet(path string, ok bool) {
 	if ok {
 		d.src.set[path] = true
 	}
-}
-
-// setScalar converts s into v's type.
-func setScalar(v reflect.Value, s string) error {
-	t := v.Type()
-	switch {
-	case t == secretType:
-		v.Set(reflect.ValueOf(NewSecret(s)))
-	case t == durationType:
-		x, err := time.ParseDuration(s)
-		if err != nil {
-			return err
-		}
-		v.SetInt(int64(x))
-	case t == byteSizeType:
-		x, err := ParseByteSize(s)
-		if err != nil {
-			return err
-		}
-		v.SetInt(int64(x))
-	case t.Kind() == reflect.String:
-		v.SetString(s)
-	case t.Kind() == reflect.Int:
-		x, err := strconv.ParseInt(s, 0, strconv.IntSize)
-		if err != nil {
-			return err
-		}
-		v.SetInt(x)
-	case t.Kind() == reflect.Bool:
-		x, err := strconv.ParseBool(s)
-		if err != nil {
-			return err
-		}
-		v.SetBool(x)
-	default:
-		panic(fmt.Sprintf("config: no decoder for %v", t)) // a bug in the structs, not in the file
-	}
-	return nil
 }
 
 // scalar returns n's value with ${VAR} expanded; ok is false (and the problem
@@ -187,7 +165,7 @@ func (d *decoder) list(n *yaml.Node, path string, v reflect.Value) {
 			}
 			e.SetString(s)
 		} else {
-			d.mapping(item, key, e)
+			d.mapping(item, key, e, "")
 		}
 		out = reflect.Append(out, e)
 	}
@@ -240,13 +218,19 @@ func knownKeys(fields map[string]int, extra []string) []string {
 	return keys
 }
 
+// expectedName names what a scalar of type t must be, for "is not" messages;
+// "" for types whose parse errors say it in their own words.
 func expectedName(t reflect.Type) string {
 	switch {
 	case t == durationType:
 		return "a duration"
 	case t == byteSizeType:
 		return "a byte size"
-	case t.Kind() == reflect.Int:
+	case t == secretType:
+		return "a string"
+	case reflect.PointerTo(t).Implements(textUnmarshalerType):
+		return ""
+	case t.Kind() == reflect.Int, t.Kind() == reflect.Int64, t.Kind() == reflect.Int32:
 		return "an integer"
 	case t.Kind() == reflect.Bool:
 		return "a boolean"

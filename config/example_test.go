@@ -1,38 +1,42 @@
-package config
+package config_test
 
 import (
 	"testing"
 	"time"
+
+	"github.com/connector-dev/connector/config"
+	"github.com/connector-dev/connector/transform"
 )
 
 // TestExampleConfigIsValid: the commented config.yaml at the top of the
 // repository loads, with no environment, into the job it describes.
 func TestExampleConfigIsValid(t *testing.T) {
 	t.Setenv("KAFKA_BROKERS", "")
-	j, err := Load("../config.yaml")
+	j, err := config.Load("../config.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if j.Name != "orders-to-files" || j.Kafka.Brokers[0] != "localhost:9092" || j.Source.Topics[0] != "orders" {
+	if j.Name != "orders-to-files" || j.Kafka.Brokers[0] != "localhost:9092" || src(j).Topics[0] != "orders" {
 		t.Errorf("job: %+v", j)
 	}
-	if j.Sink.Type != SinkFile || j.Sink.Path != "./out" || j.Sink.Format != FormatJSONL {
-		t.Errorf("sink: %+v", j.Sink)
+	if f := fileSink(j); j.Sink.Type != "file" || f.Path != "./out" || f.Format != "jsonl" {
+		t.Errorf("sink: %+v %+v", j.Sink, f)
 	}
-	var types []TransformType
+	var types []string
 	for _, tr := range j.Pipeline.Transforms {
 		types = append(types, tr.Type)
 	}
-	if len(types) != 3 || types[0] != TransformFilter || types[1] != TransformProject || types[2] != TransformDedup {
+	if len(types) != 3 || types[0] != "filter" || types[1] != "project" || types[2] != "dedup" {
 		t.Errorf("transforms: %v, want filter, project, dedup", types)
 	}
-	if d := j.Pipeline.Transforms[2].Dedup; d.Key != "id" || d.TTL != 10*time.Minute || j.Pipeline.Transforms[2].Line == 0 {
+	d, ok := j.Pipeline.Transforms[2].Config.(*transform.DedupConfig)
+	if !ok || d.Key != "id" || d.TTL != 10*time.Minute || j.Pipeline.Transforms[2].Line == 0 {
 		t.Errorf("dedup: %+v at line %d", d, j.Pipeline.Transforms[2].Line)
 	}
 }
 
 func TestLoadOfMissingFileWrapsTheFSError(t *testing.T) {
-	_, err := Load("testdata/does-not-exist.yaml")
+	_, err := config.Load("testdata/does-not-exist.yaml")
 	if err == nil || err.Error() != "config: open testdata/does-not-exist.yaml: no such file or directory" {
 		t.Errorf("Load = %v", err)
 	}

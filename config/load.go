@@ -48,8 +48,7 @@ func Parse(file string, data []byte, lookup LookupEnv) (*Job, error) {
 	}
 	job := &Job{src: src}
 	d := &decoder{src: src, errs: errs, lookup: lookup}
-	d.mapping(root, "", reflect.ValueOf(job).Elem())
-	normalize(job)
+	d.mapping(root, "", reflect.ValueOf(job).Elem(), "")
 	fillDefaults(job, src.isSet)
 	validate(job, errs)
 	if err := errs.err(); err != nil {
@@ -61,7 +60,6 @@ func Parse(file string, data []byte, lookup LookupEnv) (*Job, error) {
 // FillDefaults fills every zero field of a Job built in code with its
 // default, as Load does for keys absent from the file.
 func (j *Job) FillDefaults() {
-	normalize(j)
 	fillDefaults(j, func(string) bool { return false })
 }
 

@@ -48,3 +48,9 @@ var (
 	_ json.Marshaler             = Secret{}
 	_ zerolog.LogObjectMarshaler = Secret{}
 )
+
+// UnmarshalText wraps text as the secret (from a config file).
+func (s *Secret) UnmarshalText(text []byte) error {
+	s.v = string(text)
+	return nil
+}

@@ -2,36 +2,68 @@ package config
 
 import (
 	"net"
-	"slices"
-	"time"
+
+	"github.com/connector-dev/connector/internal/spec"
 )
 
-// validate checks j once, reporting every problem to errs.
+// Problems collects what is wrong with a config; see package internal/spec.
+type Problems = spec.Problems
+
+// validate checks j once, reporting every problem to errs: every struct's
+// own Validate (each under its key), then the kinds' checks against the
+// whole job (JobValidator).
 func validate(j *Job, errs *collector) {
-	v := &validator{j: j, errs: errs}
-	v.name()
-	v.kafka()
-	v.source()
-	v.checkpoint()
-	v.pipeline()
-	v.sink()
-	v.http()
-	v.restart()
+	var p spec.Problems
+	j.validateJob(&p)
+	spec.ValidateAll(j, "", &p)
+	for _, pl := range j.plugins() {
+		if jv, ok := pl.Config.(JobValidator); ok {
+			jv.ValidateJob(j, &p)
+		}
+	}
+	for _, pr := range p.List() {
+		errs.add(pr.Key, "%s", pr.Msg)
+	}
 }
 
-type validator struct {
-	j    *Job
-	errs *collector
+// plugins returns the job's plugins: source, sink, then the transforms.
+func (j *Job) plugins() []*Plugin {
+	out := []*Plugin{&j.Source, &j.Sink}
+	for i := range j.Pipeline.Transforms {
+		out = append(out, &j.Pipeline.Transforms[i])
+	}
+	return out
 }
 
-func (v *validator) name() {
-	switch n := v.j.Name; {
+// validateJob checks what belongs to the job as a whole.
+func (j *Job) validateJob(p *Problems) {
+	switch n := j.Name; {
 	case n == "":
-		v.errs.add("name", "is required")
+		p.Add("name", "is required")
 	case !validName(n):
-		v.errs.add("name", "%q may only contain letters, digits, '.', '_' and '-'", n)
-	case len(n) > 200:
-		v.errs.add("name", "is longer than 200 characters")
+		p.Add("name", "%q may only contain letters, digits, '.', '_' and '-'", n)
+	case len(n) > maxNameLen:
+		p.Add("name", "is longer than %d characters", maxNameLen)
+	}
+	j.Source.check(SectionSource, "source", p)
+	j.Sink.check(SectionSink, "sink", p)
+	for i := range j.Pipeline.Transforms {
+		j.Pipeline.Transforms[i].check(SectionTransform, indexKey("pipeline.transforms", i), p)
+	}
+}
+
+// maxNameLen keeps names that go into file names (sink output, state
+// directories) well under the usual 255-byte limit of a file name.
+const maxNameLen = 100
+
+// check reports a plugin without a type or of an unknown kind (for a Job
+// built in code; the decoder reports them for a file).
+func (pl *Plugin) check(section, key string, p *Problems) {
+	switch _, known := LookupKind(section, pl.Type); {
+	case pl.Type == "":
+		p.Add(key+".type", "is required (one of %s)", orList(kindNames(section)))
+	case !known:
+		p.Add(key+".type", "unknown %s type %q: this build runs %s%s", section, pl.Type, orList(kindNames(section)), suggest(pl.Type, kindNames(section)))
 	}
 }
 
@@ -46,128 +78,90 @@ func validName(s string) bool {
 	return true
 }
 
-func (v *validator) kafka() {
-	k := v.j.Kafka
+// Validate checks the cluster settings.
+func (k *Kafka) Validate(p *Problems) {
 	if len(k.Brokers) == 0 {
-		v.errs.add("kafka.brokers", "at least one broker is required")
+		p.Add("brokers", "at least one broker is required")
+	}
+	for i, b := range k.Brokers {
+		if _, _, err := net.SplitHostPort(b); err != nil {
+			p.Add(indexKey("brokers", i), "%q is not host:port", b)
+		}
 	}
 	s := k.SASL
 	switch s.Mechanism {
 	case SASLNone:
 		if s.Username != "" || s.Password.Value() != "" {
-			v.errs.add("kafka.sasl.mechanism", "is required when a username or password is set")
+			p.Add("sasl.mechanism", "is required when a username or password is set")
 		}
 		return
 	case SASLPlain, SASLScramSHA256, SASLScramSHA512:
 	default:
-		oneOf(v, "kafka.sasl.mechanism", "SASL mechanism", string(s.Mechanism), SASLPlain, SASLScramSHA256, SASLScramSHA512)
+		spec.OneOf(p, "sasl.mechanism", "SASL mechanism", s.Mechanism, SASLPlain, SASLScramSHA256, SASLScramSHA512)
 		return
 	}
 	if s.Username == "" {
-		v.errs.add("kafka.sasl.username", "is required with mechanism %s", s.Mechanism)
+		p.Add("sasl.username", "is required with mechanism %s", s.Mechanism)
 	}
 	if s.Password.Value() == "" {
-		v.errs.add("kafka.sasl.password", "is required with mechanism %s", s.Mechanism)
+		p.Add("sasl.password", "is required with mechanism %s", s.Mechanism)
 	}
 }
 
-func (v *validator) source() {
-	s := v.j.Source
-	if len(s.Topics) == 0 {
-		v.errs.add("source.topics", "at least one topic is required")
-	}
-	v.names("source.topics", s.Topics, "topic")
-	if s.Group == "" && v.j.Name != "" { // else it defaults to the name, reported missing
-		v.errs.add("source.group", "is required")
-	}
-	oneOf(v, "source.start_offset", "start offset", string(s.StartOffset), Earliest, Latest)
-	v.positiveSize("source.fetch_max_bytes", s.FetchMaxBytes)
-	v.positiveSize("source.fetch_max_partition_bytes", s.FetchMaxPartitionBytes)
+// Validate checks the state settings.
+func (s *State) Validate(p *Problems) {
+	p.Required("dir", s.Dir)
+	spec.Positive(p, "full_snapshot_after", s.FullSnapshotAfter)
 }
 
-// names checks that list holds non-empty, distinct names.
-func (v *validator) names(key string, list []string, what string) {
-	for i, name := range list {
-		k := indexKey(key, i)
-		if name == "" {
-			v.errs.add(k, "empty %s name", what)
-		} else if j := slices.Index(list, name); j < i {
-			v.errs.add(k, "%q is listed twice", name)
-		}
+// Upper bounds of the pipeline: far above what a 2-core machine uses, low
+// enough that a typo cannot exhaust memory (channels grow as parallelism
+// squared).
+const (
+	maxParallelismLimit  = 32768 // key groups are 2 bytes in state keys
+	parallelismLimit     = 1024
+	channelCapacityLimit = 1 << 20
+)
+
+// Validate checks the task graph's settings.
+func (pl *Pipeline) Validate(p *Problems) {
+	p.Between("max_parallelism", pl.MaxParallelism, 1, maxParallelismLimit)
+	p.AtLeast("parallelism", pl.Parallelism, 1)
+	switch {
+	case pl.Parallelism > parallelismLimit:
+		p.Add("parallelism", "must be at most %d, got %d", parallelismLimit, pl.Parallelism)
+	case pl.Parallelism > pl.MaxParallelism && pl.MaxParallelism >= 1:
+		p.Add("parallelism", "%d is more than pipeline.max_parallelism (%d), the number of key groups", pl.Parallelism, pl.MaxParallelism)
 	}
+	p.Between("channel_capacity", pl.ChannelCapacity, 1, channelCapacityLimit)
 }
 
-func (v *validator) checkpoint() {
-	c := v.j.Checkpoint
-	v.positive("checkpoint.interval", c.Interval)
-	v.positive("checkpoint.timeout", c.Timeout)
-	v.notNegative("checkpoint.min_pause", c.MinPause)
-	v.atLeast("checkpoint.max_concurrent", c.MaxConcurrent, 1)
-	v.atLeast("checkpoint.retained", c.Retained, 1)
-	oneOf(v, "checkpoint.mode", "mode", string(c.Mode), ExactlyOnce, AtLeastOnce)
-	v.required("checkpoint.dir", c.Dir)
-	v.notNegative("checkpoint.initial_delay", c.InitialDelay)
-	v.atLeast("checkpoint.tolerable_failures", c.TolerableFailures, 0)
-	v.required("state.dir", v.j.State.Dir)
-	v.positiveSize("state.full_snapshot_after", v.j.State.FullSnapshotAfter)
-}
-
-func (v *validator) http() {
-	a := v.j.HTTP.Addr
-	if _, _, err := net.SplitHostPort(a); err != nil {
-		v.errs.add("http.addr", "%q is not host:port", a)
+// Validate checks the decode-error policy.
+func (o *OnDecodeError) Validate(p *Problems) {
+	spec.OneOf(p, "policy", "policy", o.Policy, DecodeFail, DecodeSkip, DecodeDeadLetter)
+	switch {
+	case o.Policy == DecodeDeadLetter && o.Topic == "":
+		p.Add("topic", "is required with policy dead_letter")
+	case o.Policy != DecodeDeadLetter && o.Topic != "":
+		p.Add("topic", "is only used with policy dead_letter")
 	}
 }
 
-func (v *validator) restart() {
-	r := v.j.Restart
-	v.atLeast("restart.max_failures", r.MaxFailures, 1)
-	v.positive("restart.initial_backoff", r.InitialBackoff)
+// Validate checks the listen address.
+func (h *HTTP) Validate(p *Problems) {
+	if _, _, err := net.SplitHostPort(h.Addr); err != nil {
+		p.Add("addr", "%q is not host:port", h.Addr)
+	}
+}
+
+// Validate checks the restart policy.
+func (r *Restart) Validate(p *Problems) {
+	p.AtLeast("max_failures", r.MaxFailures, 1)
+	spec.Positive(p, "initial_backoff", r.InitialBackoff)
 	if r.MaxBackoff < r.InitialBackoff {
-		v.errs.add("restart.max_backoff", "%v is less than restart.initial_backoff (%v)", r.MaxBackoff, r.InitialBackoff)
+		p.Add("max_backoff", "%v is less than restart.initial_backoff (%v)", r.MaxBackoff, r.InitialBackoff)
 	}
 }
 
-// Small checks, each naming the key and the offending value.
-
-func (v *validator) required(key, s string) {
-	if s == "" {
-		v.errs.add(key, "is required")
-	}
-}
-
-func (v *validator) atLeast(key string, n, low int) {
-	if n < low {
-		v.errs.add(key, "must be at least %d, got %d", low, n)
-	}
-}
-
-func (v *validator) positive(key string, d time.Duration) {
-	if d <= 0 {
-		v.errs.add(key, "must be positive, got %v", d)
-	}
-}
-
-func (v *validator) notNegative(key string, d time.Duration) {
-	if d < 0 {
-		v.errs.add(key, "must not be negative, got %v", d)
-	}
-}
-
-func (v *validator) positiveSize(key string, b ByteSize) {
-	if b <= 0 {
-		v.errs.add(key, "must be positive, got %v", b)
-	}
-}
-
-// oneOf checks that s is one of allowed: `unknown mode "x" (want a or b)`.
-func oneOf[T ~string](v *validator, key, what, s string, allowed ...T) {
-	words := make([]string, len(allowed))
-	for i, a := range allowed {
-		if string(a) == s {
-			return
-		}
-		words[i] = string(a)
-	}
-	v.errs.add(key, "unknown %s %q (want %s)", what, s, orList(words))
-}
+// orList writes "a, b or c".
+func orList(words []string) string { return spec.OrList(words) }

@@ -36,9 +36,9 @@ func TestUndecodableRecordsAreSkippedAndCounted(t *testing.T) {
 	produceRaw(t, b, topic, "not json", "{broken")
 	produceIDs(t, b, topic, 50, 100)
 	r := start(t, cfg)
-	waitAll(t, cfg.Sink.Path, 100)
+	waitAll(t, outDir(cfg), 100)
 	r.stop(t)
-	checkOnce(t, visibleIDs(t, cfg.Sink.Path), 100)
+	checkOnce(t, visibleIDs(t, outDir(cfg)), 100)
 	if n := r.counter("connector_records_skipped_total"); n != 2 {
 		t.Errorf("skipped %d records, want 2", n)
 	}
@@ -55,9 +55,9 @@ func TestUndecodableRecordsGoToTheDeadLetterTopicWithTheirOrigin(t *testing.T) {
 	produceRaw(t, b, topic, "not json")
 	produceIDs(t, b, topic, 50, 100)
 	r := start(t, cfg)
-	waitAll(t, cfg.Sink.Path, 100)
+	waitAll(t, outDir(cfg), 100)
 	r.stop(t)
-	checkOnce(t, visibleIDs(t, cfg.Sink.Path), 100)
+	checkOnce(t, visibleIDs(t, outDir(cfg)), 100)
 
 	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs...), kgo.ConsumeTopics(dlq), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	if err != nil {
@@ -98,7 +98,7 @@ func TestUndecodableRecordFailsTheJobUnderPolicyFail(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("job kept running on a record it cannot decode under policy fail")
 	}
-	if n := len(visibleIDs(t, cfg.Sink.Path)); n != 0 {
+	if n := len(visibleIDs(t, outDir(cfg))); n != 0 {
 		t.Errorf("%d records visible, want none", n)
 	}
 }

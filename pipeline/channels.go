@@ -3,6 +3,7 @@ package pipeline
 import (
 	"github.com/connector-dev/connector/checkpoint"
 	"github.com/connector-dev/connector/record"
+	"github.com/connector-dev/connector/source"
 )
 
 // batch is the unit on a channel: consecutive records of one source reader
@@ -13,6 +14,9 @@ type batch = []record.Record
 // element is what travels on a channel: a batch, a barrier, a cancellation
 // marker or the end of the channel.
 type element = checkpoint.Element[batch]
+
+// batchRecords is the size of a full batch, for channel capacities.
+const batchRecords = source.BatchSize
 
 // channelCapacity turns the configured capacity in records into a capacity
 // in batches of a channel, at least 2.

@@ -21,7 +21,7 @@ import (
 type driver struct {
 	coord     *checkpoint.Coordinator
 	store     *store.Store
-	readers   []*source.Reader
+	readers   []source.Reader
 	sink      sink.Sink
 	writers   []sink.Writer
 	workers   []*worker
@@ -165,7 +165,7 @@ func (d *driver) complete(ctx context.Context, a checkpoint.NotifyComplete) {
 	for _, w := range d.writers {
 		w.Committed(a.ID)
 	}
-	d.offsets.submit(r.offsets)
+	d.offsets.submit(r.positions)
 	d.states.removeEmptyDirs(a.ID)
 	now := time.Now()
 	took := now.Sub(a.Timestamp)

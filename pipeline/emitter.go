@@ -14,7 +14,7 @@ import (
 // one key reach the same worker, in order; a barrier or cancellation marker
 // goes to every channel.
 type emitter struct {
-	task    checkpoint.TaskID
+	task    task
 	outs    []chan element
 	events  chan<- checkpoint.Event
 	metrics *jobMetrics
@@ -23,7 +23,7 @@ type emitter struct {
 	counts  []int    // scratch: records per worker
 }
 
-func newEmitter(task checkpoint.TaskID, outs []chan element, events chan<- checkpoint.Event, m *jobMetrics) *emitter {
+func newEmitter(task task, outs []chan element, events chan<- checkpoint.Event, m *jobMetrics) *emitter {
 	return &emitter{task: task, outs: outs, events: events, metrics: m, parts: make([]batch, len(outs)), counts: make([]int, len(outs))}
 }
 
@@ -79,16 +79,12 @@ func workerFor(r *record.Record, n int) int {
 	return int(h % uint64(n))
 }
 
-// Barrier acknowledges the reader's offsets as its snapshot, then sends the
-// barrier on every channel. The ack may reach the coordinator before the
+// Barrier acknowledges the reader's position as its snapshot, then sends
+// the barrier on every channel. The ack may reach the coordinator before the
 // barrier reaches the workers; that is fine, the checkpoint completes only
 // when every task acked.
-func (e *emitter) Barrier(ctx context.Context, id checkpoint.ID, ts time.Time, o source.Offsets) error {
-	data, err := o.Encode()
-	if err != nil {
-		return err
-	}
-	if err := sendEvent(ctx, e.events, checkpoint.Ack{Task: e.task, ID: id, Snapshot: checkpoint.Snapshot{Data: data}}); err != nil {
+func (e *emitter) Barrier(ctx context.Context, id checkpoint.ID, ts time.Time, pos source.Position) error {
+	if err := sendEvent(ctx, e.events, checkpoint.Ack{Task: e.task.ID(), ID: id, Snapshot: checkpoint.Snapshot{Data: pos}}); err != nil {
 		return err
 	}
 	return e.all(ctx, element{Kind: checkpoint.BarrierElement, Barrier: checkpoint.Barrier{ID: id, Timestamp: ts}})

@@ -84,7 +84,7 @@ func TestFailedCheckpointsDoNotStopTheJob(t *testing.T) {
 			var on atomic.Bool
 			r := startWith(t, cfg, Options{FS: faultyFS(dir, &on, f.fault)})
 			produceIDs(t, b, topic, 0, 1000)
-			waitAll(t, cfg.Sink.Path, 1000)
+			waitAll(t, outDir(cfg), 1000)
 
 			on.Store(true)
 			produceIDs(t, b, topic, 1000, 2000)
@@ -93,12 +93,12 @@ func TestFailedCheckpointsDoNotStopTheJob(t *testing.T) {
 				return r.counter("connector_checkpoints_failed_total") >= failedBefore+2
 			})
 			on.Store(false)
-			waitAll(t, cfg.Sink.Path, 2000)
+			waitAll(t, outDir(cfg), 2000)
 			if n := r.counter("connector_job_restarts_total"); n != 0 {
 				t.Errorf("the job restarted %d times; failed checkpoints must not restart it", n)
 			}
 			r.stop(t)
-			checkOnce(t, visibleIDs(t, cfg.Sink.Path), 2000)
+			checkOnce(t, visibleIDs(t, outDir(cfg)), 2000)
 		})
 	}
 }
@@ -160,12 +160,12 @@ func TestFailedSinkCommitRestartsTheJobAndLosesNothing(t *testing.T) {
 		return nil
 	})})
 	produceIDs(t, b, topic, 0, 1000)
-	waitAll(t, cfg.Sink.Path, 1000)
+	waitAll(t, outDir(cfg), 1000)
 	on.Store(true)
 	produceIDs(t, b, topic, 1000, 2000)
 	waitUntil(t, "a restart after the failed commit", func() bool { return r.counter("connector_job_restarts_total") >= 1 })
 	on.Store(false)
-	waitAll(t, cfg.Sink.Path, 2000)
+	waitAll(t, outDir(cfg), 2000)
 	r.stop(t)
-	checkOnce(t, visibleIDs(t, cfg.Sink.Path), 2000)
+	checkOnce(t, visibleIDs(t, outDir(cfg)), 2000)
 }

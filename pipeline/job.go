@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"sync/atomic"
 	"time"
 
@@ -22,8 +24,11 @@ type Options struct {
 	// Registry receives the job's metrics; nil makes a private one.
 	Registry *metrics.Registry
 	Log      zerolog.Logger
-	// DiscoverEvery is how often new partitions are looked for; default 10s.
+	// DiscoverEvery is how often the source looks for new input
+	// (partitions); 0 is the source kind's default.
 	DiscoverEvery time.Duration
+	// Stdout is where the stdout sink prints; nil means os.Stdout.
+	Stdout io.Writer
 }
 
 // Job runs one configured job: attempts from the last completed checkpoint,
@@ -36,6 +41,7 @@ type Job struct {
 	metrics       *jobMetrics
 	registry      *metrics.Registry
 	discoverEvery time.Duration
+	stdout        io.Writer
 	ready         atomic.Bool
 	last          atomic.Pointer[Completion]
 }
@@ -48,12 +54,12 @@ func New(cfg *config.Job, opts Options) *Job {
 	if opts.Registry == nil {
 		opts.Registry = metrics.NewRegistry()
 	}
-	if opts.DiscoverEvery <= 0 {
-		opts.DiscoverEvery = 10 * time.Second
+	if opts.Stdout == nil {
+		opts.Stdout = os.Stdout
 	}
 	return &Job{
 		cfg: cfg, fs: opts.FS, log: opts.Log.With().Str("job", cfg.Name).Logger(),
-		metrics: newJobMetrics(opts.Registry), registry: opts.Registry, discoverEvery: opts.DiscoverEvery,
+		metrics: newJobMetrics(opts.Registry), registry: opts.Registry, discoverEvery: opts.DiscoverEvery, stdout: opts.Stdout,
 	}
 }
 

@@ -10,27 +10,28 @@ import (
 	"github.com/connector-dev/connector/source"
 )
 
-// offsetCommitter commits completed checkpoints' offsets to the consumer
-// group in the background, so a slow broker never holds up the driver. Only
-// the newest submitted offsets are kept: a commit of checkpoint n makes the
-// commit of any older one pointless, so what waits is bounded to one map.
+// offsetCommitter commits completed checkpoints' source positions (Kafka:
+// offsets to the consumer group) in the background, so a slow broker never
+// holds up the driver. Only the newest submitted positions are kept: a
+// commit of checkpoint n makes the commit of any older one pointless, so
+// what waits is bounded to one checkpoint's.
 type offsetCommitter struct {
-	src     *source.Source
+	src     source.Source
 	metrics *jobMetrics
 	log     zerolog.Logger
 
 	mu     sync.Mutex
-	latest source.Offsets
+	latest []source.Position
 	wake   chan struct{}
 	done   chan struct{}
 }
 
-func newOffsetCommitter(src *source.Source, m *jobMetrics, log zerolog.Logger) *offsetCommitter {
+func newOffsetCommitter(src source.Source, m *jobMetrics, log zerolog.Logger) *offsetCommitter {
 	return &offsetCommitter{src: src, metrics: m, log: log, wake: make(chan struct{}, 1), done: make(chan struct{})}
 }
 
-// submit replaces the offsets waiting to be committed.
-func (c *offsetCommitter) submit(o source.Offsets) {
+// submit replaces the positions waiting to be committed.
+func (c *offsetCommitter) submit(o []source.Position) {
 	c.mu.Lock()
 	c.latest = o
 	c.mu.Unlock()
@@ -40,7 +41,7 @@ func (c *offsetCommitter) submit(o source.Offsets) {
 	}
 }
 
-func (c *offsetCommitter) take() source.Offsets {
+func (c *offsetCommitter) take() []source.Position {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	o := c.latest
@@ -67,13 +68,13 @@ func (c *offsetCommitter) run(ctx context.Context) {
 // when ctx ends meanwhile, so the final checkpoint's offsets reach the group.
 func (c *offsetCommitter) commit(ctx context.Context) {
 	o := c.take()
-	if o == nil || o.Len() == 0 {
+	if len(o) == 0 {
 		return
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	if err := c.src.Commit(cctx, o); err != nil {
 		c.metrics.offsetCommitErrors.Inc()
-		c.log.Warn().Err(err).Msg("committing checkpoint offsets to the group failed; the next checkpoint retries")
+		c.log.Warn().Err(err).Msg("committing checkpoint positions to the source failed; the next checkpoint retries")
 	}
 }

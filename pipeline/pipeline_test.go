@@ -16,8 +16,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/connector-dev/connector/config"
+	_ "github.com/connector-dev/connector/internal/builtin"
 	"github.com/connector-dev/connector/internal/kafkatest"
 	"github.com/connector-dev/connector/internal/metrics"
+	"github.com/connector-dev/connector/sink/file"
+	"github.com/connector-dev/connector/source/kafka"
 )
 
 // jobOpts vary the test job: parallelism, transforms (YAML flow items),
@@ -204,14 +207,14 @@ func TestJobWritesEveryRecordOnceAcrossACleanRestart(t *testing.T) {
 			cfg := jobConfig(t, b, topic, dir, jobOpts{parallelism: p})
 			produceIDs(t, b, topic, 0, 3000)
 			r := start(t, cfg)
-			waitAll(t, cfg.Sink.Path, 3000)
+			waitAll(t, outDir(cfg), 3000)
 			r.stop(t)
 			produceIDs(t, b, topic, 3000, 5000)
 			r = start(t, cfg)
-			waitAll(t, cfg.Sink.Path, 5000)
+			waitAll(t, outDir(cfg), 5000)
 			r.stop(t)
-			checkOnce(t, visibleIDs(t, cfg.Sink.Path), 5000)
-			checkGroupAtEnd(t, b, topic, cfg.Source.Group)
+			checkOnce(t, visibleIDs(t, outDir(cfg)), 5000)
+			checkGroupAtEnd(t, b, topic, cfg.Source.Config.(*kafka.Config).Group)
 		})
 	}
 }
@@ -223,11 +226,14 @@ func TestDedupStateSurvivesRestart(t *testing.T) {
 	cfg := jobConfig(t, b, topic, dir, jobOpts{parallelism: 2, transforms: "{type: dedup, key: id, ttl: 1h}"})
 	produceIDs(t, b, topic, 0, 1000)
 	r := start(t, cfg)
-	waitAll(t, cfg.Sink.Path, 1000)
+	waitAll(t, outDir(cfg), 1000)
 	r.stop(t)
 	produceIDs(t, b, topic, 500, 1500) // 500 duplicates of ids seen before the restart
 	r = start(t, cfg)
-	waitAll(t, cfg.Sink.Path, 1500)
+	waitAll(t, outDir(cfg), 1500)
 	r.stop(t)
-	checkOnce(t, visibleIDs(t, cfg.Sink.Path), 1500)
+	checkOnce(t, visibleIDs(t, outDir(cfg)), 1500)
 }
+
+// outDir is the file sink's directory of a test job.
+func outDir(cfg *config.Job) string { return cfg.Sink.Config.(*file.Config).Path }

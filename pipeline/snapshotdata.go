@@ -4,7 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"path"
-	"sort"
+	"slices"
+	"strconv"
 
 	"github.com/connector-dev/connector/checkpoint"
 	"github.com/connector-dev/connector/sink"
@@ -38,7 +39,7 @@ func decodeWorkerData(b []byte) (workerData, error) {
 // checkpoint id, relative to the state root; snapshotDir + ".changelog" is
 // where it puts the changelog of id.
 func snapshotDir(id checkpoint.ID, w int) string {
-	return path.Join(fmt.Sprintf("chk-%020d", id), fmt.Sprintf("worker-%d", w))
+	return path.Join(id.Name(), "worker-"+strconv.Itoa(w))
 }
 
 // stateChain is a worker's state to restore, relative to the state root.
@@ -49,8 +50,10 @@ type stateChain struct {
 
 // restored is what a job restores from a completed checkpoint.
 type restored struct {
-	id           checkpoint.ID
-	offsets      source.Offsets
+	id checkpoint.ID
+	// positions are the source readers' positions, in reader order; nil
+	// when there is no checkpoint to restore.
+	positions    []source.Position
 	committables []sink.Committable
 	state        map[int]stateChain
 	workers      int
@@ -59,38 +62,41 @@ type restored struct {
 // fromMetadata splits a checkpoint into what each part of the job restores.
 // md may be nil (nothing to restore).
 func fromMetadata(md *checkpoint.Metadata) (restored, error) {
-	r := restored{offsets: source.Offsets{}, state: map[int]stateChain{}}
+	r := restored{state: map[int]stateChain{}}
 	if md == nil {
 		return r, nil
 	}
 	r.id = md.ID
-	tasks := make([]string, 0, len(md.Tasks))
-	for t := range md.Tasks {
-		tasks = append(tasks, string(t))
+	tasks := make([]task, 0, len(md.Tasks))
+	for id := range md.Tasks {
+		t, err := parseTask(id)
+		if err != nil {
+			return r, fmt.Errorf("checkpoint %d: %w", md.ID, err)
+		}
+		tasks = append(tasks, t)
 	}
-	sort.Strings(tasks) // committables in a stable order
+	// Readers in order, then workers in order: committables in a stable order.
+	slices.SortFunc(tasks, func(a, b task) int {
+		if a.kind != b.kind {
+			return int(a.kind) - int(b.kind)
+		}
+		return a.index - b.index
+	})
+	r.positions = []source.Position{}
 	for _, t := range tasks {
-		snap := md.Tasks[checkpoint.TaskID(t)]
-		switch id := checkpoint.TaskID(t); {
-		case isSource(id):
-			o, err := source.DecodeOffsets(snap.Data)
-			if err != nil {
-				return r, fmt.Errorf("checkpoint %d task %s: %w", md.ID, t, err)
-			}
-			r.offsets.Merge(o)
-		case isWorker(id):
+		snap := md.Tasks[t.ID()]
+		switch t.kind {
+		case sourceTask:
+			r.positions = append(r.positions, snap.Data)
+		case workerTask:
 			d, err := decodeWorkerData(snap.Data)
 			if err != nil {
 				return r, fmt.Errorf("checkpoint %d task %s: %w", md.ID, t, err)
 			}
-			var w int
-			if _, err := fmt.Sscanf(t, workerPrefix+"%d", &w); err != nil {
-				return r, fmt.Errorf("checkpoint %d: bad task name %q", md.ID, t)
-			}
 			r.workers++
 			r.committables = append(r.committables, d.Committables...)
 			if d.State != "" || len(d.Changelogs) > 0 {
-				r.state[w] = stateChain{base: d.State, changelogs: d.Changelogs}
+				r.state[t.index] = stateChain{base: d.State, changelogs: d.Changelogs}
 			}
 		}
 	}

@@ -24,7 +24,7 @@ import (
 // pre-commits its sink, then acknowledges. One goroutine runs it.
 type worker struct {
 	index   int
-	task    checkpoint.TaskID
+	task    task
 	ins     []chan element
 	aligner *checkpoint.Aligner[batch]
 	chain   *transform.Chain // nil: no transforms
@@ -108,7 +108,7 @@ func (w *worker) perform(ctx context.Context, o checkpoint.Output[batch]) (done 
 	case checkpoint.CancelAndForward:
 		// The worker is the last task of the graph: there is nothing to
 		// forward the marker to.
-		return false, sendEvent(ctx, w.events, checkpoint.Decline{Task: w.task, ID: o.Barrier.ID, Reason: o.Reason})
+		return false, sendEvent(ctx, w.events, checkpoint.Decline{Task: w.task.ID(), ID: o.Barrier.ID, Reason: o.Reason})
 	case checkpoint.InputEnded:
 		return true, nil
 	}
@@ -218,10 +218,10 @@ func (w *worker) conclude(ctx context.Context, id checkpoint.ID, snap checkpoint
 	}
 	if err != nil {
 		w.log.Warn().Err(err).Uint64("checkpoint", uint64(id)).Msg("snapshot failed; declining the checkpoint")
-		return sendEvent(ctx, w.events, checkpoint.Decline{Task: w.task, ID: id, Reason: err})
+		return sendEvent(ctx, w.events, checkpoint.Decline{Task: w.task.ID(), ID: id, Reason: err})
 	}
 	crashpoint.Hit(crashpoint.AfterPreCommit)
-	return sendEvent(ctx, w.events, checkpoint.Ack{Task: w.task, ID: id, Snapshot: snap, Metrics: m})
+	return sendEvent(ctx, w.events, checkpoint.Ack{Task: w.task.ID(), ID: id, Snapshot: snap, Metrics: m})
 }
 
 // takeSnapshot takes the synchronous part of the snapshot: the sink's

@@ -1,32 +1,28 @@
-// Package sink owns getting records out of the job exactly once: the Sink and
-// Writer interfaces with their two-phase-commit lifecycle, and their
-// implementations (file, stdout; Kafka and PostgreSQL follow the same
-// interface). A sink never reads Kafka and never decides when a checkpoint is
-// complete: the runtime tells it.
+// Package sink defines how records leave the job exactly once: the Sink and
+// Writer interfaces with their two-phase-commit lifecycle (sink.go), the
+// error classes the runtime acts on (errors.go), and the registry of sink
+// kinds (Kind, Register, New). A sink never reads its input and never
+// decides when a checkpoint is complete: the runtime tells it.
 //
-// # File sink
+// The kinds live in packages of their own: sink/file (exactly-once part
+// files) and sink/stdout (at-least-once, for trying things out).
 //
-// All files of a job live in one directory (FileConfig.Path), named
+// # Adding a sink
 //
-//	.inprogress.part-<job>-w<writer>-<seq>.<ext>   written, not pre-committed
-//	.pending.part-<job>-w<writer>-<n>-<seq>.<ext>  pre-committed at barrier n
-//	part-<job>-w<writer>-<n>-<seq>.<ext>           committed
+//  1. A package sink/<name> with a config struct for the sink: section:
+//     `yaml` keys, `default` and `doc` tags, and a Validate method for what
+//     the tags cannot say (package internal/spec). The config layer
+//     decodes, defaults and validates it; `connector validate` then accepts
+//     the kind, with file:line errors for its keys.
+//  2. A type implementing Sink (and its Writer; AsyncPreCommitter and
+//     Batcher are optional), following the lifecycle on the interfaces.
+//  3. In the package's init: Register(Kind{Name, Summary, Config, New}).
+//  4. One import line in internal/builtin.
+//  5. In the package doc, name the sink's decision record (the durable
+//     fact that says checkpoint n's output is committed) and its fencing
+//     (why a second process of the same job can never make output visible
+//     twice); DESIGN.md, "Sinks".
 //
-// where ext is the format (jsonl or raw), seq numbers a writer's parts and n
-// is the checkpoint whose PreCommit renamed the part to pending.
-//
-// Visibility rule: a name starting with '.' or '_' is not output; readers
-// skip it. A visible part-* file is complete and immutable, and holds only
-// records of completed checkpoints, each exactly once across all files.
-//
-// A part rolls (is fsynced and closed, still in progress) by size and age,
-// independently of checkpoints. PreCommit(n) fsyncs the current part, renames
-// every rolled part to its pending name and fsyncs the directory; the
-// committable lists the committed names. Commit renames pending to committed
-// and fsyncs the directory; a pending name that is gone while its committed
-// name exists was committed before. Recover commits the restored checkpoint's
-// files, then deletes every hidden file of its job (the job name in the file
-// name tells; other jobs may share the directory).
-//
-// The stdout sink is at-least-once: see Stdout.
+// The runtime never switches over kinds: it calls New with the job's sink:
+// section and drives the interfaces.
 package sink

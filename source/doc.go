@@ -1,31 +1,25 @@
-// Package source owns reading Kafka for a job: which partitions each reader
-// owns, where each partition starts (the restored checkpoint, else the
-// group's committed offset, else the configured start position), injecting
-// checkpoint barriers between records, the offset snapshot taken at each
-// barrier, and committing a completed checkpoint's offsets to the consumer
-// group.
+// Package source defines what the runtime needs from a source of records,
+// whatever the system behind it: the Source and Reader interfaces with their
+// lifecycle, the Emitter a reader hands records and barriers to, and the
+// registry of source kinds (Kind, Register, Open). A reader's position at a
+// barrier is an opaque Position that the runtime stores in the checkpoint
+// and gives back on restore and commit.
 //
-// It never decides when a checkpoint is triggered or complete: the runtime
-// (package pipeline) tells a Reader to trigger and tells the Source to commit.
+// It owns no implementation: the Kafka source is package source/kafka (the
+// default kind). It never decides when a checkpoint is triggered or
+// complete: the runtime (package pipeline) tells a Reader to trigger and
+// tells the Source to commit.
 //
-// Partitions are assigned by the source itself, as Flink's KafkaSource does,
-// not by the group protocol: the group is used only to store committed
-// offsets, so a restart after SIGKILL never waits for a dead member's session
-// to expire. Partition p of topic t (t at index i of the configured topics)
-// belongs to reader (i+p) mod R, which keeps ownership stable when partitions
-// are added while the job runs.
+// # Adding a source
 //
-// The path of a record: Reader.Run polls a batch from Kafka, updates the
-// reader's positions to the offset after each record, and hands the batch to
-// its Emitter. The path of a barrier: the runtime calls Reader.Trigger(n);
-// between two batches Run copies the positions (the snapshot of n) and calls
-// Emitter.Barrier(n, positions), so the barrier follows every record emitted
-// before it and precedes every record after it.
+//  1. A package (source/<name>) with a config struct for its source:
+//     section and a Validate method (see package internal/spec), a type
+//     implementing Source and one implementing Reader.
+//  2. In its init: Register(Kind{Name, Summary, Config, Open}).
+//  3. One import line in internal/builtin.
 //
-// Memory: a reader holds two fetches at most, the one being handed on and
-// the one its client reads ahead meanwhile (Run asks for the next fetch only
-// when the last is handed on; fetch_max_partition_bytes bounds their size).
-// franz-go decodes into record arrays lent by a pool (pool.go) that come back
-// as soon as the records are copied into a batch; batches come from
-// record.NewBatch and the worker that wrote them releases them.
+// Exactly-once asks of a source: a Reader emits a barrier between two
+// records, and its Position at that barrier is where it must resume after
+// a restore, so that every record after the barrier is read again and none
+// before it is.
 package source

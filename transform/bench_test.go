@@ -56,7 +56,7 @@ func benchChain(b *testing.B, c *Chain) {
 // BenchmarkChainFilterProjectDedup: the full path with an in-memory KV.
 func BenchmarkChainFilterProjectDedup(b *testing.B) {
 	c, err := Build([]Spec{
-		{KindFilter, FilterConfig{Field: "status", Op: OpIn, Values: []any{"paid", "shipped"}}},
+		{KindFilter, FilterConfig{Condition: Condition{Field: "status", Op: OpIn, Values: []any{"paid", "shipped"}}}},
 		{KindProject, ProjectConfig{Keep: []string{"id", "customer", "amount", "status"}, Rename: map[string]string{"customer": "buyer"}}},
 		{KindDedup, DedupConfig{Key: "id", TTL: time.Minute}},
 	}, NewMemKV())
@@ -68,7 +68,7 @@ func BenchmarkChainFilterProjectDedup(b *testing.B) {
 
 // BenchmarkChainFilterOnly: decode plus one comparison, no re-encoding.
 func BenchmarkChainFilterOnly(b *testing.B) {
-	c, _ := Build([]Spec{{KindFilter, FilterConfig{Field: "customer.id", Op: OpGte, Value: 100}}}, nil)
+	c, _ := Build([]Spec{{KindFilter, FilterConfig{Condition: Condition{Field: "customer.id", Op: OpGte, Value: 100}}}}, nil)
 	benchChain(b, c)
 }
 

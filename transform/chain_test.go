@@ -12,7 +12,7 @@ import (
 func testChain(t *testing.T, kv KV) *Chain {
 	t.Helper()
 	c, err := Build([]Spec{
-		{KindFilter, FilterConfig{Field: "status", Op: OpIn, Values: []any{"paid", "shipped"}}},
+		{KindFilter, FilterConfig{Condition: Condition{Field: "status", Op: OpIn, Values: []any{"paid", "shipped"}}}},
 		{KindProject, &ProjectConfig{Keep: []string{"id", "status", "amount"}, Rename: map[string]string{"amount": "total"}}},
 		{KindDedup, DedupConfig{Key: "id", TTL: time.Hour}},
 	}, kv)
@@ -53,7 +53,7 @@ func TestChainDecodesOnceAndEncodesOnce(t *testing.T) {
 }
 
 func TestChainLeavesAnUnchangedValueAlone(t *testing.T) {
-	f, _ := NewFilter(FilterConfig{Field: "a", Op: OpExists})
+	f, _ := NewFilter(Condition{Field: "a", Op: OpExists})
 	p, _ := NewProject(ProjectConfig{Drop: []string{"zz"}})
 	c := NewChain(f, p)
 	r := rec(`{ "a" : 1 }`)
@@ -84,7 +84,7 @@ func (u *upper) Apply(r *record.Record) (bool, error) {
 func TestChainHandsForeignTransformsTheEncodedValue(t *testing.T) {
 	p, _ := NewProject(ProjectConfig{Drop: []string{"drop"}})
 	u := &upper{}
-	f, _ := NewFilter(FilterConfig{Field: "k", Op: OpEq, Value: "X"})
+	f, _ := NewFilter(Condition{Field: "k", Op: OpEq, Value: "X"})
 	c := NewChain(p, u, f)
 	r := rec(`{"k":"x","drop":1}`)
 	if !mustApply(t, c, r) {
@@ -144,10 +144,10 @@ func TestBuildAndNewValidate(t *testing.T) {
 		{[]Spec{{KindDedup, DedupConfig{Name: "1", Key: "a", TTL: time.Second}}, {KindDedup, DedupConfig{Key: "a", TTL: time.Second}}},
 			`transforms[1]: invalid transform config: dedup.name: "1" is also the name of transforms[0]`},
 		{[]Spec{{KindDedup, FilterConfig{}}}, "transforms[0]: invalid transform config: type: dedup wants a DedupConfig, got transform.FilterConfig"},
-		{[]Spec{{KindFilter, &FilterConfig{}}}, "transforms[0]: invalid transform config: filter.field: is required"},
+		{[]Spec{{KindFilter, &FilterConfig{Condition: Condition{}}}}, "transforms[0]: invalid transform config: filter.condition.field: is required"},
 		{[]Spec{{KindProject, ProjectConfig{}}}, "transforms[0]: invalid transform config: project: needs"},
-		{[]Spec{{KindProject, FilterConfig{}}}, "type: project wants a ProjectConfig, got transform.FilterConfig"},
-		{[]Spec{{"map", nil}}, `type: "map" is not one of filter, project, dedup`},
+		{[]Spec{{KindProject, FilterConfig{}}}, "type: project wants a transform.ProjectConfig, got transform.FilterConfig"},
+		{[]Spec{{"map", nil}}, `type: "map" is not one of dedup, filter, project`},
 	}
 	for _, tc := range bad {
 		_, err := Build(tc.specs, kv)

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
 
+	"github.com/connector-dev/connector/internal/spec"
 	"github.com/connector-dev/connector/record"
 )
 
@@ -17,12 +19,49 @@ type DedupConfig struct {
 	// Name is the dedup's state namespace: its entries live in the KV under
 	// "transform/dedup/<Name>/", so several dedups can share a store.
 	// Letters, digits, '_', '-' and '.'; required by NewDedup (Build fills
-	// it in). Changing it starts the dedup with no memory.
-	Name string
+	// it in with the dedup's ordinal). Changing it starts the dedup with no
+	// memory.
+	Name string `yaml:"name,omitempty" doc:"state namespace; default: the dedup's ordinal among the list's dedups"`
 	// Key is the dotted path of the field whose value identifies a record.
-	Key string
+	Key string `yaml:"key" doc:"dotted path of the field that identifies a record"`
 	// TTL is how long a value is remembered: at least a millisecond.
-	TTL time.Duration
+	TTL time.Duration `yaml:"ttl,omitempty" default:"10m" doc:"how long a value is remembered, by record time"`
+}
+
+func init() {
+	Register(Kind{
+		Name:     KindDedup,
+		Summary:  "drops a record whose key field value was seen within the TTL (keyed state)",
+		Stateful: true,
+		Config:   func() any { return new(DedupConfig) },
+		New:      func(cfg any, kv KV) (Transform, error) { return NewDedup(*cfg.(*DedupConfig), kv) },
+	})
+}
+
+// Validate reports every problem NewDedup would find; an empty name is
+// fine (Build names the dedup).
+func (c *DedupConfig) Validate(p *spec.Problems) {
+	for _, err := range c.problems() {
+		report(p, KindDedup, err)
+	}
+}
+
+// problems lists what is wrong with c, besides a missing name.
+func (c *DedupConfig) problems() []error {
+	var errs []error
+	if strings.IndexFunc(c.Name, badNameRune) >= 0 {
+		errs = append(errs, configError("dedup.name", "%q: use letters, digits, '_', '-' and '.'", c.Name))
+	}
+	switch {
+	case c.Key == "":
+		errs = append(errs, configError("dedup.key", "is required"))
+	case slices.Contains(strings.Split(c.Key, "."), ""):
+		errs = append(errs, configError("dedup.key", "%q has an empty path segment", c.Key))
+	}
+	if c.TTL < time.Millisecond {
+		errs = append(errs, configError("dedup.ttl", "%v: must be at least 1ms", c.TTL))
+	}
+	return errs
 }
 
 // Dedup is the dedup transform. Build it with NewDedup.
@@ -64,24 +103,15 @@ const dedupFormat = 1
 
 // NewDedup validates cfg and returns its Dedup, keeping state in kv.
 func NewDedup(cfg DedupConfig, kv KV) (*Dedup, error) {
-	switch {
+	switch errs := cfg.problems(); {
 	case cfg.Name == "":
 		return nil, configError("dedup.name", "is required (the state namespace)")
-	case strings.IndexFunc(cfg.Name, badNameRune) >= 0:
-		return nil, configError("dedup.name", "%q: use letters, digits, '_', '-' and '.'", cfg.Name)
-	case cfg.Key == "":
-		return nil, configError("dedup.key", "is required")
-	case cfg.TTL < time.Millisecond:
-		return nil, configError("dedup.ttl", "%v: must be at least 1ms", cfg.TTL)
+	case len(errs) > 0:
+		return nil, errs[0]
 	case kv == nil:
 		return nil, configError("dedup", "no state store (KV) given")
 	}
 	path := strings.Split(cfg.Key, ".")
-	for _, p := range path {
-		if p == "" {
-			return nil, configError("dedup.key", "%q has an empty path segment", cfg.Key)
-		}
-	}
 	key := []byte("transform/dedup/" + cfg.Name + "/")
 	return &Dedup{path: path, ttl: cfg.TTL.Milliseconds(), kv: kv, key: key, prefix: len(key)}, nil
 }

@@ -3,11 +3,15 @@
 // a condition), project (keep, drop and rename top-level fields) and dedup
 // (drop records whose key field was seen within a TTL).
 //
-// Each transform has a plain Config struct, validated once by its
-// constructor (NewFilter, NewProject, NewDedup, or New by kind, or Build
-// for a whole list) with errors that name the key (ErrInvalidConfig).
-// Mapping the YAML config onto these structs is the config/pipeline
-// packages' business, not this one's.
+// Each transform is a registered Kind (registry.go): its name (the "type"
+// of an item of pipeline.transforms), its config struct, which is the
+// YAML section itself (`yaml`, `default` and `doc` tags, a Validate method:
+// package internal/spec), and its constructor. The config loader decodes
+// the file's items into these structs and validates them with the same
+// code the constructors (NewFilter, NewProject, NewDedup, or New by kind,
+// or Build for a whole list) use, so a config that validates builds.
+// Errors name the key (ErrInvalidConfig). A transform of another package
+// registers with Register from its init.
 //
 // Record values are JSON objects. A Chain decodes a value at most once, into
 // byte spans rather than Go maps, shares it between its transforms, and

@@ -3,6 +3,9 @@ package transform
 import (
 	"errors"
 	"fmt"
+	"strings"
+
+	"github.com/connector-dev/connector/internal/spec"
 )
 
 // Error classes. Every error this package returns wraps exactly one of them;
@@ -39,7 +42,27 @@ func (e *DecodeError) Error() string {
 // Unwrap makes errors.Is(err, ErrDecode) true.
 func (e *DecodeError) Unwrap() error { return ErrDecode }
 
-// configError builds an ErrInvalidConfig error naming key.
+// configError builds an ErrInvalidConfig error naming key, a dotted path
+// whose first part is the transform kind ("filter.condition.op").
 func configError(key, format string, args ...any) error {
-	return fmt.Errorf("%w: %s: %s", ErrInvalidConfig, key, fmt.Sprintf(format, args...))
+	return &configErr{key: key, msg: fmt.Sprintf(format, args...)}
+}
+
+type configErr struct{ key, msg string }
+
+func (e *configErr) Error() string { return ErrInvalidConfig.Error() + ": " + e.key + ": " + e.msg }
+func (e *configErr) Unwrap() error { return ErrInvalidConfig }
+
+// report puts a constructor's error into p, under its key relative to the
+// kind's config ("filter.condition.op" -> "condition.op").
+func report(p *spec.Problems, kind string, err error) {
+	var ce *configErr
+	switch {
+	case err == nil:
+	case errors.As(err, &ce):
+		key := strings.TrimPrefix(strings.TrimPrefix(ce.key, kind), ".")
+		p.Add(key, "%s", ce.msg)
+	default:
+		p.Add("", "%v", err)
+	}
 }

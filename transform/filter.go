@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/connector-dev/connector/internal/spec"
 	"github.com/connector-dev/connector/record"
 )
 
@@ -32,7 +33,29 @@ const (
 	OpIn        Op = "in"         // field == one of values
 )
 
-// FilterConfig keeps the records whose value satisfies it and drops the
+func init() {
+	Register(Kind{
+		Name:    KindFilter,
+		Summary: "keeps the records whose JSON value satisfies a condition",
+		Config:  func() any { return new(FilterConfig) },
+		New:     func(cfg any, _ KV) (Transform, error) { return NewFilter(cfg.(*FilterConfig).Condition) },
+	})
+}
+
+// FilterConfig is an item of pipeline.transforms with type: filter.
+//
+//	{type: filter, condition: {field: status, op: in, value: [paid, shipped]}}
+type FilterConfig struct {
+	Condition Condition `yaml:"condition" doc:"{field, op, value}, {all: [...]} or {any: [...]}"`
+}
+
+// Validate reports the first problem of the condition.
+func (c *FilterConfig) Validate(p *spec.Problems) {
+	_, err := compileCond(c.Condition, KindFilter+".condition")
+	report(p, KindFilter, err)
+}
+
+// Condition keeps the records whose value satisfies it and drops the
 // rest. It is a leaf (Field and Op, with Value or Values as Op needs) or a
 // combination: All (every sub-condition holds) or Any (at least one does).
 //
@@ -40,13 +63,13 @@ const (
 // name contains a dot cannot be addressed. Value is a string, a number (any
 // Go integer or float type, or json.Number), a bool, or nil for JSON null.
 // For OpIn the candidates are Values, or Value if it is a []any.
-type FilterConfig struct {
-	Field  string
-	Op     Op
-	Value  any
-	Values []any
-	All    []FilterConfig
-	Any    []FilterConfig
+type Condition struct {
+	Field  string      `yaml:"field,omitempty" doc:"dotted path of a field (customer.id)"`
+	Op     Op          `yaml:"op,omitempty" doc:"eq ne gt gte lt lte exists not_exists in"`
+	Value  any         `yaml:"value,omitempty" doc:"a scalar; a list for op in"`
+	Values []any       `yaml:"-"`
+	All    []Condition `yaml:"all,omitempty" doc:"every sub-condition holds"`
+	Any    []Condition `yaml:"any,omitempty" doc:"at least one sub-condition holds"`
 }
 
 // Filter is the filter transform. Build it with NewFilter.
@@ -58,8 +81,8 @@ type Filter struct {
 var _ Transform = (*Filter)(nil)
 
 // NewFilter validates cfg and returns its Filter.
-func NewFilter(cfg FilterConfig) (*Filter, error) {
-	c, err := compileCond(cfg, "filter")
+func NewFilter(cfg Condition) (*Filter, error) {
+	c, err := compileCond(cfg, KindFilter+".condition")
 	if err != nil {
 		return nil, err
 	}
@@ -92,7 +115,7 @@ type cond struct {
 	all, any []cond
 }
 
-func compileCond(cfg FilterConfig, key string) (cond, error) {
+func compileCond(cfg Condition, key string) (cond, error) {
 	leaf := cfg.Field != "" || cfg.Op != ""
 	switch {
 	case leaf && (cfg.All != nil || cfg.Any != nil):

@@ -14,56 +14,56 @@ const order = `{"id":"o-1","amount":12.5,"qty":3,"paid":true,"note":null,` +
 func TestFilterKeepsExactlyTheRecordsThatMatch(t *testing.T) {
 	cases := []struct {
 		name string
-		cfg  FilterConfig
+		cfg  Condition
 		want bool
 	}{
-		{"eq string", FilterConfig{Field: "id", Op: OpEq, Value: "o-1"}, true},
-		{"eq string other", FilterConfig{Field: "id", Op: OpEq, Value: "o-2"}, false},
-		{"eq string with escape", FilterConfig{Field: "status", Op: OpEq, Value: "paid"}, true},
-		{"eq number int config", FilterConfig{Field: "qty", Op: OpEq, Value: 3}, true},
-		{"eq number float", FilterConfig{Field: "amount", Op: OpEq, Value: 12.5}, true},
-		{"eq number json.Number", FilterConfig{Field: "amount", Op: OpEq, Value: json.Number("12.50")}, true},
-		{"eq number vs string is false", FilterConfig{Field: "qty", Op: OpEq, Value: "3"}, false},
-		{"eq bool", FilterConfig{Field: "paid", Op: OpEq, Value: true}, true},
-		{"eq bool false", FilterConfig{Field: "paid", Op: OpEq, Value: false}, false},
-		{"eq null", FilterConfig{Field: "note", Op: OpEq, Value: nil}, true},
-		{"eq null vs string", FilterConfig{Field: "id", Op: OpEq, Value: nil}, false},
-		{"eq object is false", FilterConfig{Field: "customer", Op: OpEq, Value: "x"}, false},
-		{"ne", FilterConfig{Field: "id", Op: OpNe, Value: "o-2"}, true},
-		{"ne same", FilterConfig{Field: "id", Op: OpNe, Value: "o-1"}, false},
-		{"ne other type", FilterConfig{Field: "qty", Op: OpNe, Value: "3"}, true},
-		{"ne missing is false", FilterConfig{Field: "nope", Op: OpNe, Value: "x"}, false},
-		{"gt", FilterConfig{Field: "amount", Op: OpGt, Value: 12}, true},
-		{"gt equal", FilterConfig{Field: "amount", Op: OpGt, Value: 12.5}, false},
-		{"gte equal", FilterConfig{Field: "amount", Op: OpGte, Value: 12.5}, true},
-		{"lt", FilterConfig{Field: "qty", Op: OpLt, Value: int64(4)}, true},
-		{"lt false", FilterConfig{Field: "qty", Op: OpLt, Value: uint8(3)}, false},
-		{"lte equal", FilterConfig{Field: "qty", Op: OpLte, Value: float32(3)}, true},
-		{"gt huge number", FilterConfig{Field: "big", Op: OpGt, Value: 1e300}, true},
-		{"gt string byte-wise", FilterConfig{Field: "day", Op: OpGt, Value: "2026-01-01"}, true},
-		{"lt string byte-wise", FilterConfig{Field: "day", Op: OpLt, Value: "2026-01-01"}, false},
-		{"lte escaped string", FilterConfig{Field: "status", Op: OpLte, Value: "paid"}, true},
-		{"gt string vs number is false", FilterConfig{Field: "id", Op: OpGt, Value: 1}, false},
-		{"gt bool is false", FilterConfig{Field: "paid", Op: OpGt, Value: 0}, false},
-		{"gt missing", FilterConfig{Field: "nope", Op: OpGt, Value: 0}, false},
-		{"exists", FilterConfig{Field: "id", Op: OpExists}, true},
-		{"exists null", FilterConfig{Field: "note", Op: OpExists}, true},
-		{"exists missing", FilterConfig{Field: "nope", Op: OpExists}, false},
-		{"not_exists missing", FilterConfig{Field: "nope", Op: OpNotExists}, true},
-		{"not_exists present", FilterConfig{Field: "id", Op: OpNotExists}, false},
-		{"not_exists nested missing", FilterConfig{Field: "customer.nope", Op: OpNotExists}, true},
-		{"in values", FilterConfig{Field: "customer.tier", Op: OpIn, Values: []any{"silver", "gold"}}, true},
-		{"in value list", FilterConfig{Field: "qty", Op: OpIn, Value: []any{1, 2, 3}}, true},
-		{"in none", FilterConfig{Field: "qty", Op: OpIn, Values: []any{1, "3", true}}, false},
-		{"in missing", FilterConfig{Field: "nope", Op: OpIn, Values: []any{1}}, false},
-		{"nested eq", FilterConfig{Field: "customer.id", Op: OpEq, Value: 7}, true},
-		{"deeply nested", FilterConfig{Field: "customer.addr.city", Op: OpEq, Value: "Lyon"}, true},
-		{"path through non-object", FilterConfig{Field: "id.x", Op: OpExists}, false},
-		{"path through array", FilterConfig{Field: "tags.0", Op: OpExists}, false},
-		{"all true", FilterConfig{All: []FilterConfig{{Field: "paid", Op: OpEq, Value: true}, {Field: "qty", Op: OpGte, Value: 3}}}, true},
-		{"all one false", FilterConfig{All: []FilterConfig{{Field: "paid", Op: OpEq, Value: true}, {Field: "qty", Op: OpGt, Value: 3}}}, false},
-		{"any one true", FilterConfig{Any: []FilterConfig{{Field: "nope", Op: OpExists}, {Field: "qty", Op: OpEq, Value: 3}}}, true},
-		{"any none", FilterConfig{Any: []FilterConfig{{Field: "nope", Op: OpExists}, {Field: "qty", Op: OpEq, Value: 4}}}, false},
+		{"eq string", Condition{Field: "id", Op: OpEq, Value: "o-1"}, true},
+		{"eq string other", Condition{Field: "id", Op: OpEq, Value: "o-2"}, false},
+		{"eq string with escape", Condition{Field: "status", Op: OpEq, Value: "paid"}, true},
+		{"eq number int config", Condition{Field: "qty", Op: OpEq, Value: 3}, true},
+		{"eq number float", Condition{Field: "amount", Op: OpEq, Value: 12.5}, true},
+		{"eq number json.Number", Condition{Field: "amount", Op: OpEq, Value: json.Number("12.50")}, true},
+		{"eq number vs string is false", Condition{Field: "qty", Op: OpEq, Value: "3"}, false},
+		{"eq bool", Condition{Field: "paid", Op: OpEq, Value: true}, true},
+		{"eq bool false", Condition{Field: "paid", Op: OpEq, Value: false}, false},
+		{"eq null", Condition{Field: "note", Op: OpEq, Value: nil}, true},
+		{"eq null vs string", Condition{Field: "id", Op: OpEq, Value: nil}, false},
+		{"eq object is false", Condition{Field: "customer", Op: OpEq, Value: "x"}, false},
+		{"ne", Condition{Field: "id", Op: OpNe, Value: "o-2"}, true},
+		{"ne same", Condition{Field: "id", Op: OpNe, Value: "o-1"}, false},
+		{"ne other type", Condition{Field: "qty", Op: OpNe, Value: "3"}, true},
+		{"ne missing is false", Condition{Field: "nope", Op: OpNe, Value: "x"}, false},
+		{"gt", Condition{Field: "amount", Op: OpGt, Value: 12}, true},
+		{"gt equal", Condition{Field: "amount", Op: OpGt, Value: 12.5}, false},
+		{"gte equal", Condition{Field: "amount", Op: OpGte, Value: 12.5}, true},
+		{"lt", Condition{Field: "qty", Op: OpLt, Value: int64(4)}, true},
+		{"lt false", Condition{Field: "qty", Op: OpLt, Value: uint8(3)}, false},
+		{"lte equal", Condition{Field: "qty", Op: OpLte, Value: float32(3)}, true},
+		{"gt huge number", Condition{Field: "big", Op: OpGt, Value: 1e300}, true},
+		{"gt string byte-wise", Condition{Field: "day", Op: OpGt, Value: "2026-01-01"}, true},
+		{"lt string byte-wise", Condition{Field: "day", Op: OpLt, Value: "2026-01-01"}, false},
+		{"lte escaped string", Condition{Field: "status", Op: OpLte, Value: "paid"}, true},
+		{"gt string vs number is false", Condition{Field: "id", Op: OpGt, Value: 1}, false},
+		{"gt bool is false", Condition{Field: "paid", Op: OpGt, Value: 0}, false},
+		{"gt missing", Condition{Field: "nope", Op: OpGt, Value: 0}, false},
+		{"exists", Condition{Field: "id", Op: OpExists}, true},
+		{"exists null", Condition{Field: "note", Op: OpExists}, true},
+		{"exists missing", Condition{Field: "nope", Op: OpExists}, false},
+		{"not_exists missing", Condition{Field: "nope", Op: OpNotExists}, true},
+		{"not_exists present", Condition{Field: "id", Op: OpNotExists}, false},
+		{"not_exists nested missing", Condition{Field: "customer.nope", Op: OpNotExists}, true},
+		{"in values", Condition{Field: "customer.tier", Op: OpIn, Values: []any{"silver", "gold"}}, true},
+		{"in value list", Condition{Field: "qty", Op: OpIn, Value: []any{1, 2, 3}}, true},
+		{"in none", Condition{Field: "qty", Op: OpIn, Values: []any{1, "3", true}}, false},
+		{"in missing", Condition{Field: "nope", Op: OpIn, Values: []any{1}}, false},
+		{"nested eq", Condition{Field: "customer.id", Op: OpEq, Value: 7}, true},
+		{"deeply nested", Condition{Field: "customer.addr.city", Op: OpEq, Value: "Lyon"}, true},
+		{"path through non-object", Condition{Field: "id.x", Op: OpExists}, false},
+		{"path through array", Condition{Field: "tags.0", Op: OpExists}, false},
+		{"all true", Condition{All: []Condition{{Field: "paid", Op: OpEq, Value: true}, {Field: "qty", Op: OpGte, Value: 3}}}, true},
+		{"all one false", Condition{All: []Condition{{Field: "paid", Op: OpEq, Value: true}, {Field: "qty", Op: OpGt, Value: 3}}}, false},
+		{"any one true", Condition{Any: []Condition{{Field: "nope", Op: OpExists}, {Field: "qty", Op: OpEq, Value: 3}}}, true},
+		{"any none", Condition{Any: []Condition{{Field: "nope", Op: OpExists}, {Field: "qty", Op: OpEq, Value: 4}}}, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -83,43 +83,43 @@ func TestFilterKeepsExactlyTheRecordsThatMatch(t *testing.T) {
 }
 
 func TestFilterDuplicateKeyLastOneCounts(t *testing.T) {
-	f, _ := NewFilter(FilterConfig{Field: "a.b", Op: OpEq, Value: 2})
+	f, _ := NewFilter(Condition{Field: "a.b", Op: OpEq, Value: 2})
 	if !mustApply(t, f, rec(`{"a":{"b":1,"b":2},"a":{"b":1,"b":2}}`)) {
 		t.Error("want the last duplicate key to count")
 	}
-	g, _ := NewFilter(FilterConfig{Field: "k", Op: OpEq, Value: 2})
+	g, _ := NewFilter(Condition{Field: "k", Op: OpEq, Value: 2})
 	if !mustApply(t, g, rec(`{"k":1,"\u006b":2}`)) {
 		t.Error("escaped key should match its decoded name")
 	}
-	h, _ := NewFilter(FilterConfig{Field: "o.k", Op: OpEq, Value: 2})
+	h, _ := NewFilter(Condition{Field: "o.k", Op: OpEq, Value: 2})
 	if !mustApply(t, h, rec(`{"o":{"\u006b":2}}`)) {
 		t.Error("escaped nested key should match its decoded name")
 	}
 }
 
-func TestFilterConfigErrorsNameTheKey(t *testing.T) {
+func TestConditionErrorsNameTheKey(t *testing.T) {
 	cases := []struct {
-		cfg  FilterConfig
+		cfg  Condition
 		want string
 	}{
-		{FilterConfig{Op: OpEq, Value: 1}, "filter.field: is required"},
-		{FilterConfig{Field: "a"}, "filter.op: is required"},
-		{FilterConfig{Field: "a", Op: "like"}, `filter.op: "like" is not one of`},
-		{FilterConfig{Field: "a..b", Op: OpExists}, "filter.field: \"a..b\" has an empty path segment"},
-		{FilterConfig{Field: "a", Op: OpExists, Value: 1}, "filter.value: exists takes no value"},
-		{FilterConfig{Field: "a", Op: OpEq, Values: []any{1}}, "filter.values: only op in takes values"},
-		{FilterConfig{Field: "a", Op: OpEq, Value: []int{1}}, "filter.value: must be a string, number, bool or null, got []int"},
-		{FilterConfig{Field: "a", Op: OpGt, Value: true}, "filter.value: gt needs a number or a string, got bool"},
-		{FilterConfig{Field: "a", Op: OpGt, Value: json.Number("x")}, `filter.value: "x" is not a number`},
-		{FilterConfig{Field: "a", Op: OpIn}, "filter.values: op in needs a non-empty list"},
-		{FilterConfig{Field: "a", Op: OpIn, Value: 1}, "filter.value: op in takes a list (values), got int"},
-		{FilterConfig{Field: "a", Op: OpIn, Values: []any{1, struct{}{}}}, "filter.values[1]: must be"},
-		{FilterConfig{Field: "a", Op: OpIn, Value: []any{map[string]any{}}}, "filter.value[0]: must be"},
-		{FilterConfig{Field: "a", Op: OpEq, All: []FilterConfig{{}}}, "filter: a condition is either field/op or all/any"},
-		{FilterConfig{All: []FilterConfig{}, Any: []FilterConfig{}}, "filter: a condition is all or any, not both"},
-		{FilterConfig{Any: []FilterConfig{}}, "filter.any: is empty"},
-		{FilterConfig{All: []FilterConfig{{Field: "a", Op: OpExists}, {Field: "b"}}}, "filter.all[1].op: is required"},
-		{FilterConfig{}, "filter.field: is required"},
+		{Condition{Op: OpEq, Value: 1}, "filter.condition.field: is required"},
+		{Condition{Field: "a"}, "filter.condition.op: is required"},
+		{Condition{Field: "a", Op: "like"}, `filter.condition.op: "like" is not one of`},
+		{Condition{Field: "a..b", Op: OpExists}, "filter.condition.field: \"a..b\" has an empty path segment"},
+		{Condition{Field: "a", Op: OpExists, Value: 1}, "filter.condition.value: exists takes no value"},
+		{Condition{Field: "a", Op: OpEq, Values: []any{1}}, "filter.condition.values: only op in takes values"},
+		{Condition{Field: "a", Op: OpEq, Value: []int{1}}, "filter.condition.value: must be a string, number, bool or null, got []int"},
+		{Condition{Field: "a", Op: OpGt, Value: true}, "filter.condition.value: gt needs a number or a string, got bool"},
+		{Condition{Field: "a", Op: OpGt, Value: json.Number("x")}, `filter.condition.value: "x" is not a number`},
+		{Condition{Field: "a", Op: OpIn}, "filter.condition.values: op in needs a non-empty list"},
+		{Condition{Field: "a", Op: OpIn, Value: 1}, "filter.condition.value: op in takes a list (values), got int"},
+		{Condition{Field: "a", Op: OpIn, Values: []any{1, struct{}{}}}, "filter.condition.values[1]: must be"},
+		{Condition{Field: "a", Op: OpIn, Value: []any{map[string]any{}}}, "filter.condition.value[0]: must be"},
+		{Condition{Field: "a", Op: OpEq, All: []Condition{{}}}, "filter.condition: a condition is either field/op or all/any"},
+		{Condition{All: []Condition{}, Any: []Condition{}}, "filter.condition: a condition is all or any, not both"},
+		{Condition{Any: []Condition{}}, "filter.condition.any: is empty"},
+		{Condition{All: []Condition{{Field: "a", Op: OpExists}, {Field: "b"}}}, "filter.condition.all[1].op: is required"},
+		{Condition{}, "filter.condition.field: is required"},
 	}
 	for _, tc := range cases {
 		_, err := NewFilter(tc.cfg)
@@ -128,7 +128,7 @@ func TestFilterConfigErrorsNameTheKey(t *testing.T) {
 		}
 	}
 	for _, v := range []any{int8(1), int16(1), int32(1), uint(1), uint16(1), uint32(1), uint64(1)} {
-		if _, err := NewFilter(FilterConfig{Field: "a", Op: OpEq, Value: v}); err != nil {
+		if _, err := NewFilter(Condition{Field: "a", Op: OpEq, Value: v}); err != nil {
 			t.Errorf("value %T: %v", v, err)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"sort"
 
+	"github.com/connector-dev/connector/internal/spec"
 	"github.com/connector-dev/connector/record"
 )
 
@@ -15,9 +16,24 @@ import (
 // is already taken by a field of the record, the renamed field replaces it.
 // Names are top-level keys, matched exactly (dots are not paths here).
 type ProjectConfig struct {
-	Keep   []string
-	Drop   []string
-	Rename map[string]string
+	Keep   []string          `yaml:"keep,omitempty" doc:"only these top-level fields"`
+	Drop   []string          `yaml:"drop,omitempty" doc:"all but these top-level fields"`
+	Rename map[string]string `yaml:"rename,omitempty" doc:"old name -> new name"`
+}
+
+func init() {
+	Register(Kind{
+		Name:    KindProject,
+		Summary: "keeps, drops and renames the top-level fields of a JSON object value",
+		Config:  func() any { return new(ProjectConfig) },
+		New:     func(cfg any, _ KV) (Transform, error) { return NewProject(*cfg.(*ProjectConfig)) },
+	})
+}
+
+// Validate reports the first problem NewProject would find.
+func (c *ProjectConfig) Validate(p *spec.Problems) {
+	_, err := NewProject(*c)
+	report(p, KindProject, err)
 }
 
 // Project is the project transform. Build it with NewProject.

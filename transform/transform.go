@@ -2,6 +2,10 @@ package transform
 
 import (
 	"fmt"
+	"reflect"
+	"strings"
+
+	"github.com/connector-dev/connector/config"
 
 	"github.com/connector-dev/connector/record"
 )
@@ -51,46 +55,41 @@ const (
 	KindDedup   = "dedup"
 )
 
-// New builds the built-in transform kind from cfg, which is a FilterConfig,
-// ProjectConfig or DedupConfig (or a pointer to one). kv is used by dedup
-// only and may be nil otherwise.
+// New builds the transform of a registered kind from cfg, a value of its
+// config struct or a pointer to one. kv is used by stateful kinds only and
+// may be nil otherwise.
 func New(kind string, cfg any, kv KV) (Transform, error) {
-	switch kind {
-	case KindFilter:
-		switch c := cfg.(type) {
-		case FilterConfig:
-			return NewFilter(c)
-		case *FilterConfig:
-			return NewFilter(*c)
-		}
-	case KindProject:
-		switch c := cfg.(type) {
-		case ProjectConfig:
-			return NewProject(c)
-		case *ProjectConfig:
-			return NewProject(*c)
-		}
-	case KindDedup:
-		switch c := cfg.(type) {
-		case DedupConfig:
-			return NewDedup(c, kv)
-		case *DedupConfig:
-			return NewDedup(*c, kv)
-		}
-	default:
-		return nil, configError("type", "%q is not one of filter, project, dedup", kind)
+	k, ok := lookup(kind)
+	if !ok {
+		return nil, configError("type", "%q is not one of %s", kind, strings.Join(names(), ", "))
 	}
-	return nil, configError("type", "%s wants a %sConfig, got %T", kind, title(kind), cfg)
-}
-
-func title(kind string) string {
-	return string(kind[0]-'a'+'A') + kind[1:]
+	c := k.Config()
+	switch v := reflect.ValueOf(cfg); {
+	case cfg == nil:
+		return nil, configError("type", "%s wants a %s, got nothing", kind, reflect.TypeOf(c).Elem())
+	case v.Type() == reflect.TypeOf(c):
+		c = cfg
+	case reflect.PointerTo(v.Type()) == reflect.TypeOf(c):
+		reflect.ValueOf(c).Elem().Set(v)
+	default:
+		return nil, configError("type", "%s wants a %s, got %T", kind, reflect.TypeOf(c).Elem(), cfg)
+	}
+	return k.New(c, kv)
 }
 
 // Spec is one entry of a pipeline's transform list.
 type Spec struct {
 	Kind   string
-	Config any // FilterConfig, ProjectConfig or DedupConfig
+	Config any // the kind's config struct (FilterConfig, ...) or a pointer to one
+}
+
+// Specs turns the pipeline.transforms of a job into Specs.
+func Specs(ps []config.Plugin) []Spec {
+	out := make([]Spec, len(ps))
+	for i, p := range ps {
+		out[i] = Spec{Kind: p.Type, Config: p.Config}
+	}
+	return out
 }
 
 // Build makes the Chain of specs, in order, sharing kv. A dedup without a

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"path"
-	"strconv"
 	"strings"
 
 	"github.com/connector-dev/connector/checkpoint"
@@ -12,7 +11,6 @@ import (
 
 // File names in the metadata directory.
 const (
-	metaPrefix = "chk-"
 	metaSuffix = ".meta"
 	tmpSuffix  = ".tmp"
 	lockName   = "LOCK"
@@ -21,25 +19,19 @@ const (
 // metaName is the file name of checkpoint id's metadata. The id is
 // zero-padded to 20 digits (the width of the largest uint64) so that names
 // sort like ids.
-func metaName(id checkpoint.ID) string {
-	return fmt.Sprintf("%s%020d%s", metaPrefix, uint64(id), metaSuffix)
-}
+func metaName(id checkpoint.ID) string { return id.Name() + metaSuffix }
 
 func tmpName(id checkpoint.ID) string { return metaName(id) + tmpSuffix }
 
 // parseName recognises metadata and temp file names.
 func parseName(name string) (id checkpoint.ID, tmp bool, ok bool) {
 	rest, tmp := strings.CutSuffix(name, tmpSuffix)
-	rest, ok1 := strings.CutPrefix(rest, metaPrefix)
-	rest, ok2 := strings.CutSuffix(rest, metaSuffix)
-	if !ok1 || !ok2 || rest == "" {
+	rest, ok = strings.CutSuffix(rest, metaSuffix)
+	if !ok {
 		return 0, false, false
 	}
-	n, err := strconv.ParseUint(rest, 10, 64)
-	if err != nil {
-		return 0, false, false
-	}
-	return checkpoint.ID(n), tmp, true
+	id, ok = checkpoint.ParseName(rest)
+	return id, tmp, ok
 }
 
 // validStatePath accepts a clean, relative, slash-separated path that stays

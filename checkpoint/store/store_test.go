@@ -232,7 +232,7 @@ func TestStoreWorksOnTheOSFilesystem(t *testing.T) {
 
 func TestOnlyWellFormedNamesAreCheckpointFiles(t *testing.T) {
 	cases := map[string]bool{
-		metaName(1): true, tmpName(1): true, "chk-7.meta": true,
+		metaName(1): true, tmpName(1): true, "chk-7.meta": false, "chk-+0000000000000000007.meta": false,
 		"chk-.meta": false, "chk-x.meta": false, "chk-1.json": false, "LOCK": false,
 		"chk-99999999999999999999999.meta": false,
 	}

@@ -15,6 +15,8 @@ import (
 
 	"github.com/connector-dev/connector/config"
 	"github.com/connector-dev/connector/internal/metrics"
+	"github.com/connector-dev/connector/sink/file"
+	"github.com/connector-dev/connector/source/kafka"
 )
 
 func init() {
@@ -50,7 +52,12 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return exitUsage
 	}
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.DataDir(*dataDir), kfake.SeedTopics(4, probe.Source.Topics...))
+	src, ok := probe.Source.Config.(*kafka.Config)
+	if !ok {
+		fmt.Fprintf(stderr, "connector dev: %s: source type %q: dev runs a kafka source on an embedded broker\n", *path, probe.Source.Type)
+		return exitUsage
+	}
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.DataDir(*dataDir), kfake.SeedTopics(4, src.Topics...))
 	if err != nil {
 		fmt.Fprintf(stderr, "connector dev: start embedded broker: %v\n", err)
 		return exitFailure
@@ -67,18 +74,19 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return exitUsage
 	}
-	fmt.Fprintf(stdout, "connector dev: embedded broker at %s (data in %s), topics %v, job %q -> %s sink at %s\n",
-		brokers, *dataDir, job.Source.Topics, job.Name, job.Sink.Type, job.Sink.Path)
+	out := outputDir(job)
+	fmt.Fprintf(stdout, "connector dev: embedded broker at %s (data in %s), topics %v, job %q -> %s sink %s\n",
+		brokers, *dataDir, src.Topics, job.Name, job.Sink.Type, out)
 	fmt.Fprintf(stdout, "producing sample orders at %d/s; Ctrl-C takes a final checkpoint and stops\n", *rate)
 
 	gctx, stopGen := context.WithCancel(ctx)
 	defer stopGen()
-	go generate(gctx, cluster.ListenAddrs(), job.Source.Topics[0], *rate, stderr)
+	go generate(gctx, cluster.ListenAddrs(), src.Topics[0], *rate, stderr)
 
 	reg := metrics.NewRegistry()
 	pctx, stopProgress := context.WithCancel(context.Background())
 	defer stopProgress()
-	go progress(pctx, reg, job.Sink.Path, stdout)
+	go progress(pctx, reg, out, stdout)
 
 	if err := runJob(ctx, job, log, reg, nil); err != nil {
 		fmt.Fprintf(stderr, "connector dev: %v\n", err)
@@ -87,8 +95,16 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	stopProgress()
 	fmt.Fprintf(stdout, "stopped after a final checkpoint: %d records in, %d out, %d checkpoints, %d files committed in %s\n",
 		reg.Counter("connector_records_in_total", "").Value(), reg.Counter("connector_records_out_total", "").Value(),
-		reg.Counter("connector_checkpoints_completed_total", "").Value(), committedFiles(job.Sink.Path), job.Sink.Path)
+		reg.Counter("connector_checkpoints_completed_total", "").Value(), committedFiles(out), out)
 	return exitOK
+}
+
+// outputDir is the file sink's directory, "" for another sink.
+func outputDir(job *config.Job) string {
+	if c, ok := job.Sink.Config.(*file.Config); ok {
+		return c.Path
+	}
+	return ""
 }
 
 func mustRead(path string) []byte {
@@ -167,6 +183,9 @@ func printProgress(reg *metrics.Registry, out string, w io.Writer, lastIn, lastO
 }
 
 func committedFiles(dir string) int {
+	if dir == "" {
+		return 0
+	}
 	entries, _ := os.ReadDir(dir)
 	n := 0
 	for _, e := range entries {

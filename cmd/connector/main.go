@@ -14,6 +14,8 @@ import (
 	"os/signal"
 	"slices"
 	"syscall"
+
+	_ "github.com/connector-dev/connector/internal/builtin" // every source and sink kind of this build
 )
 
 // version is the connector's version, set at build time:

@@ -70,10 +70,30 @@ sink: {type: stdout}
 `)
 	code, out, errOut := call(t, "validate", "--config", path)
 	want := path + ":3: source.topics: at least one topic is required\n" +
-		path + ":4: source.topicz: unknown key (did you mean topics?)\n" +
+		path + ":4: source.topicz: unknown key for source type kafka (did you mean topics?)\n" +
 		path + ":6: checkpoint.interval: \"5 seconds\" is not a duration\n"
 	if code != 2 || out != "" || errOut != want {
 		t.Errorf("exit %d\nstdout: %q\nstderr:\n%s\nwant stderr:\n%s", code, out, errOut, want)
+	}
+}
+
+// TestValidateAndRunRefuseASinkKindThisBuildCannotRun: a kind the contract
+// names but this build has not (yet) is a bad config: exit 2 with file:line,
+// for validate and for run alike, before anything starts.
+func TestValidateAndRunRefuseASinkKindThisBuildCannotRun(t *testing.T) {
+	path := writeFile(t, "kafka-sink.yaml", `name: orders
+kafka: {brokers: [localhost:9092]}
+source: {topics: [orders]}
+sink:
+  type: postgres
+  table: orders
+`)
+	want := path + ":5: sink.type: unknown sink type \"postgres\": this build runs file or stdout\n"
+	for _, cmd := range []string{"validate", "run"} {
+		code, out, errOut := call(t, cmd, "--config", path)
+		if code != 2 || out != "" || errOut != want {
+			t.Errorf("%s: exit %d\nstdout: %q\nstderr:\n%s\nwant stderr:\n%s", cmd, code, out, errOut, want)
+		}
 	}
 }
 

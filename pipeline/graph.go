@@ -1,0 +1,102 @@
+package pipeline
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/connector-dev/connector/checkpoint"
+	"github.com/connector-dev/connector/sink"
+	"github.com/connector-dev/connector/source"
+	"github.com/connector-dev/connector/transform"
+)
+
+// graph is the job's task graph for one attempt: P source readers, each
+// with an emitter holding one bounded channel to each of P workers, and
+// the driver that owns the Coordinator. Nothing runs until the attempt
+// starts it.
+type graph struct {
+	source   source.Source
+	readers  []source.Reader
+	emitters []*emitter // emitters[i] is reader i's output
+	chans    [][]chan element
+	workers  []*worker
+	events   chan checkpoint.Event
+	driver   *driver
+}
+
+// build is the attempt's second phase: it wires what restore opened into a
+// graph (DESIGN, "The mechanism": sources, aligned workers, a Coordinator).
+func (a *attempt) build(r *restoredJob) (*graph, error) {
+	j, cfg, log := a.j, a.j.cfg, a.j.log
+	p := cfg.Pipeline.Parallelism
+	g := &graph{source: r.source, readers: r.source.Readers(), events: make(chan checkpoint.Event, 4*p+64)}
+	if len(g.readers) != p {
+		return nil, fmt.Errorf("%w: source made %d readers for parallelism %d", errPermanent, len(g.readers), p)
+	}
+	g.chans = make([][]chan element, p) // [reader][worker]
+	for i := range g.chans {
+		g.chans[i] = make([]chan element, p)
+		for w := range g.chans[i] {
+			g.chans[i][w] = make(chan element, channelCapacity(cfg.Pipeline.ChannelCapacity, batchRecords))
+		}
+		g.emitters = append(g.emitters, newEmitter(task{sourceTask, i}, g.chans[i], g.events, j.metrics))
+	}
+	coord, err := checkpoint.NewCoordinator(coordinatorSettings(cfg.Checkpoint), taskIDs(p), r.md, max(r.store.MaxID(), r.states.maxID()))
+	if err != nil {
+		return nil, fmt.Errorf("%w: coordinator: %w", errPermanent, err)
+	}
+	writers := make([]sink.Writer, p)
+	for w := range p {
+		if writers[w], err = r.sink.NewWriter(w); err != nil {
+			return nil, fmt.Errorf("sink writer %d: %w", w, err)
+		}
+		a.defer_(func() { _ = writers[w].Close() })
+		wk, err := a.newWorker(r, g, w, writers[w], coord.Mode())
+		if err != nil {
+			return nil, err
+		}
+		g.workers = append(g.workers, wk)
+	}
+	g.driver = &driver{
+		coord: coord, store: r.store, readers: g.readers, sink: r.sink, writers: writers, workers: g.workers,
+		offsets: newOffsetCommitter(r.source, j.metrics, log),
+		states:  r.states, events: g.events, metrics: j.metrics, log: log,
+		persisted: map[checkpoint.ID]persisted{},
+		onCommit: func(md checkpoint.Metadata, rs restored) {
+			a.progress = true
+			j.last.Store(&Completion{ID: uint64(md.ID), TriggeredAt: md.Timestamp, CompletedAt: time.Now(),
+				Offsets: r.source.Describe(rs.positions), Tasks: len(md.Tasks)})
+		},
+	}
+	return g, nil
+}
+
+// newWorker makes worker w: its input channels (one from each reader), its
+// aligner and its transforms on its keyed state.
+func (a *attempt) newWorker(r *restoredJob, g *graph, w int, wr sink.Writer, mode checkpoint.Mode) (*worker, error) {
+	ins := make([]chan element, len(g.chans))
+	for i := range g.chans {
+		ins[i] = g.chans[i][w]
+	}
+	al, err := checkpoint.NewAligner[batch](checkpoint.AlignerSettings{Channels: len(ins), Mode: mode})
+	if err != nil {
+		return nil, fmt.Errorf("%w: aligner: %w", errPermanent, err)
+	}
+	var chain *transform.Chain
+	if len(r.specs) > 0 {
+		var kv transform.KV = transform.NewMemKV() // unused by stateless chains
+		if r.stores[w] != nil {
+			kv = r.stores[w]
+		}
+		if chain, err = transform.Build(r.specs, kv); err != nil {
+			return nil, fmt.Errorf("%w: transforms: %w", errPermanent, err)
+		}
+	}
+	t := task{workerTask, w}
+	return &worker{
+		index: w, task: t, ins: ins, aligner: al, chain: chain, state: r.stores[w],
+		states: r.states, writer: wr, bad: r.bad, events: g.events, metrics: a.j.metrics,
+		aborts: make(chan checkpoint.ID, 64),
+		log:    a.j.log.With().Str("task", t.String()).Logger(),
+	}, nil
+}

@@ -1,0 +1,325 @@
+package file
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"sync"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/rs/zerolog"
+
+	"github.com/connector-dev/connector/config"
+	"github.com/connector-dev/connector/internal/crashpoint"
+	"github.com/connector-dev/connector/internal/fsutil"
+	"github.com/connector-dev/connector/internal/spec"
+	"github.com/connector-dev/connector/sink"
+)
+
+// File format names (Config.Format).
+const (
+	FormatJSONL = "jsonl" // the record value, one per line
+	FormatRaw   = "raw"   // the record value's bytes as they are, no separator
+)
+
+const (
+	fileBufferSize = 256 << 10 // bytes buffered per part before a write
+	maxBacklog     = 64 << 20  // buffered bytes per writer while I/O fails
+)
+
+var validJob = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`)
+
+func init() {
+	sink.Register(sink.Kind{
+		Name:    "file",
+		Summary: "exactly-once part files in a directory, made visible by rename when a checkpoint completes",
+		Config:  func() any { return new(Config) },
+		New: func(cfg any, env sink.Env) (sink.Sink, error) {
+			c := *cfg.(*Config)
+			c.Job = env.Job.Name
+			return New(c, env.FS, env.Log)
+		},
+	})
+}
+
+// Config configures the file sink: the sink: section of a job file (with
+// type: file), plus the job name and a clock.
+type Config struct {
+	// Path is the output directory (created if missing). Only committed
+	// files are visible there; see the package documentation for names.
+	Path string `yaml:"path" doc:"the output directory; only committed files are visible in it"`
+	// Format is jsonl (one value per line) or raw (the values' bytes).
+	Format string `yaml:"format" default:"jsonl" doc:"jsonl (one record value per line) | raw"`
+	// RollSize closes a part once it holds this many bytes and starts a new
+	// one. Rolling is independent of checkpoints.
+	RollSize config.ByteSize `yaml:"roll_size" default:"128MiB" doc:"start a new part file at this size..."`
+	// RollAge closes a part once it is this old at the next Write; zero
+	// disables rolling by age.
+	RollAge time.Duration `yaml:"roll_age" default:"5m" doc:"...or this age, whichever comes first"`
+	// Job is the job name; it is part of every file name, which lets two jobs
+	// share a directory. Letters, digits, '.', '_' and '-', at most 100.
+	Job string `yaml:"-"`
+	// Now is the clock for RollAge (default time.Now).
+	Now func() time.Time `yaml:"-"`
+}
+
+// Validate reports every unusable value under its key.
+func (c *Config) Validate(p *spec.Problems) {
+	p.Required("path", c.Path)
+	spec.OneOf(p, "format", "format", c.Format, FormatJSONL, FormatRaw)
+	spec.Positive(p, "roll_size", c.RollSize)
+	spec.NotNegative(p, "roll_age", c.RollAge)
+}
+
+// fill completes a Config built in code (the config layer has already filled
+// and checked one from a file) and checks it, with the job name.
+func (c *Config) fill() error {
+	if err := spec.Fill(c, "", nil); err != nil {
+		return err
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	var p spec.Problems
+	c.Validate(p.At("sink"))
+	if !validJob.MatchString(c.Job) {
+		p.Add("name", "%q: a job name in file names needs 1-100 of [A-Za-z0-9._-], starting with a letter or digit", c.Job)
+	}
+	if len(p.List()) > 0 {
+		return fmt.Errorf("%w: %s", sink.ErrInvalidConfig, &p)
+	}
+	return nil
+}
+
+// File is the file sink: exactly-once output as immutable part files in one
+// directory, made visible by rename when a checkpoint completes.
+//
+// Commit and Recover may be called from any goroutine, but not concurrently
+// with each other; each Writer belongs to one goroutine (see Writer).
+type File struct {
+	cfg   Config
+	fs    vfs.FS
+	log   zerolog.Logger
+	names names
+
+	mu      sync.Mutex
+	writers map[int]bool // instances with an open writer
+}
+
+var _ sink.Sink = (*File)(nil)
+
+// New fills cfg's defaults, validates it and creates the output directory.
+// fs is vfs.Default in production.
+func New(cfg Config, fs vfs.FS, log zerolog.Logger) (*File, error) {
+	if err := cfg.fill(); err != nil {
+		return nil, err
+	}
+	if err := fs.MkdirAll(cfg.Path, 0o755); err != nil {
+		return nil, fmt.Errorf("file sink: create %s: %w", cfg.Path, err)
+	}
+	if err := syncAncestors(fs, cfg.Path); err != nil {
+		return nil, fmt.Errorf("file sink: %w", err)
+	}
+	return &File{
+		cfg:     cfg,
+		fs:      fs,
+		log:     log.With().Str("sink", "file").Str("job", cfg.Job).Str("path", cfg.Path).Logger(),
+		names:   newNames(cfg.Job, cfg.Format),
+		writers: make(map[int]bool),
+	}, nil
+}
+
+// NewWriter opens the writer of worker instance. At most one writer per
+// instance may be open at a time.
+func (s *File) NewWriter(instance int) (sink.Writer, error) {
+	if instance < 0 {
+		return nil, fmt.Errorf("file sink: writer instance %d is negative", instance)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.writers[instance] {
+		return nil, fmt.Errorf("file sink: writer %d is already open", instance)
+	}
+	s.writers[instance] = true
+	return newFileWriter(s, instance), nil
+}
+
+func (s *File) release(instance int) {
+	s.mu.Lock()
+	delete(s.writers, instance)
+	s.mu.Unlock()
+}
+
+// Commit renames every pending file the committables name into place and
+// fsyncs the directory. It is idempotent: a file already renamed is skipped.
+// It commits all it can before returning the errors it met (ErrCommitFailed,
+// ErrCommitLost, ErrBadCommittable).
+func (s *File) Commit(ctx context.Context, cs []sink.Committable) error {
+	var errs []error
+	renamed, skipped := 0, 0
+	for _, c := range cs {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("file sink commit: %w: %w", sink.ErrCommitFailed, err)
+		}
+		files, err := s.names.decode(c)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for _, final := range files {
+			did, err := s.commitFile(final)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("file sink commit checkpoint %d writer %d: %w", c.Checkpoint, c.Writer, err))
+			} else if did {
+				renamed++
+				crashpoint.Hit(crashpoint.MidCommit) // tests: die between two renames
+			} else {
+				skipped++
+			}
+		}
+	}
+	if err := fsutil.SyncDir(s.fs, s.cfg.Path); err != nil {
+		errs = append(errs, fmt.Errorf("file sink commit: %w: %w", sink.ErrCommitFailed, err))
+	}
+	err := errors.Join(errs...)
+	ev := s.log.Debug()
+	if err != nil {
+		ev = s.log.Error().Err(err)
+	}
+	ev.Int("committables", len(cs)).Int("renamed", renamed).Int("already_committed", skipped).Msg("commit")
+	return err
+}
+
+// commitFile renames one pending file into place. It reports whether it
+// renamed; false with no error means it was committed before. It never
+// replaces a committed file: a pending file whose final name is taken means
+// checkpoint ids were reused (the checkpoint dir was reset while the output
+// stayed), and is refused with ErrCommitConflict rather than losing the
+// committed file's records.
+func (s *File) commitFile(final string) (bool, error) {
+	to := s.fs.PathJoin(s.cfg.Path, final)
+	from := s.fs.PathJoin(s.cfg.Path, pendingName(final))
+	if _, err := s.fs.Stat(to); err == nil {
+		if _, perr := s.fs.Stat(from); perr != nil {
+			return false, nil // committed before
+		}
+		// Both names: a crash in the middle of a rename on a filesystem
+		// that does not make renames atomic leaves the same file under
+		// both; anything else is a reused name.
+		same, err := sameContent(s.fs, from, to)
+		if err != nil {
+			return false, fmt.Errorf("%w: compare %s with %s: %w", sink.ErrCommitFailed, from, to, err)
+		}
+		if !same {
+			return false, fmt.Errorf("%w: %s would replace the committed %s (was checkpoint.dir reset while sink.path was kept?)", sink.ErrCommitConflict, from, to)
+		}
+		if err := s.fs.Remove(from); err != nil {
+			return false, fmt.Errorf("%w: remove %s: %w", sink.ErrCommitFailed, from, err)
+		}
+		return false, nil
+	}
+	err := s.fs.Rename(from, to)
+	if err == nil {
+		return true, nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return false, fmt.Errorf("%w: rename %s: %w", sink.ErrCommitFailed, from, err)
+	}
+	_, serr := s.fs.Stat(to)
+	switch {
+	case serr == nil:
+		return false, nil
+	case errors.Is(serr, os.ErrNotExist):
+		return false, fmt.Errorf("%w: neither %s nor %s exists", sink.ErrCommitLost, from, to)
+	default:
+		return false, fmt.Errorf("%w: stat %s: %w", sink.ErrCommitFailed, to, serr)
+	}
+}
+
+// Recover commits restored (as Commit does), then removes every hidden file
+// of this job (other jobs' files in the directory are left alone): parts in
+// progress and pending files of checkpoints that never completed, whose
+// records the source will replay. It must run before any writer opens.
+func (s *File) Recover(ctx context.Context, restored []sink.Committable) error {
+	s.mu.Lock()
+	open := len(s.writers)
+	s.mu.Unlock()
+	if open > 0 {
+		return fmt.Errorf("file sink recover: %d writers are open; Recover would delete their parts", open)
+	}
+	if err := s.Commit(ctx, restored); err != nil {
+		return fmt.Errorf("file sink recover: %w", err)
+	}
+	list, err := s.fs.List(s.cfg.Path)
+	if err != nil {
+		return fmt.Errorf("file sink recover: %w: list %s: %w", sink.ErrCommitFailed, s.cfg.Path, err)
+	}
+	var errs []error
+	removed := 0
+	for _, name := range list {
+		if !s.names.ownHidden(name) {
+			continue
+		}
+		if err := s.fs.Remove(s.fs.PathJoin(s.cfg.Path, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("remove %s: %w", name, err))
+			continue
+		}
+		removed++
+	}
+	if err := fsutil.SyncDir(s.fs, s.cfg.Path); err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("file sink recover: %w: %w", sink.ErrCommitFailed, err)
+	}
+	s.log.Info().Int("restored_committables", len(restored)).Int("removed_hidden", removed).Msg("recovered")
+	return nil
+}
+
+// Close releases nothing the File holds; writers are closed on their own.
+func (s *File) Close() error { return nil }
+
+// syncAncestors makes the directory's entry durable in its parent, and the
+// parent's in its own, up to the root: MkdirAll may have created all of them.
+func syncAncestors(fs vfs.FS, dir string) error {
+	for {
+		parent := fs.PathDir(dir)
+		if parent == dir {
+			return nil
+		}
+		if err := fsutil.SyncDir(fs, parent); err != nil {
+			return err
+		}
+		dir = parent
+	}
+}
+
+// sameContent reports whether two files hold the same bytes.
+func sameContent(fs vfs.FS, a, b string) (bool, error) {
+	fa, err := fs.Open(a)
+	if err != nil {
+		return false, err
+	}
+	defer fa.Close()
+	fb, err := fs.Open(b)
+	if err != nil {
+		return false, err
+	}
+	defer fb.Close()
+	ra, rb := bufio.NewReader(fa), bufio.NewReader(fb)
+	for {
+		ca, ea := ra.ReadByte()
+		cb, eb := rb.ReadByte()
+		if ea != nil || eb != nil {
+			return errors.Is(ea, io.EOF) && errors.Is(eb, io.EOF), nil
+		}
+		if ca != cb {
+			return false, nil
+		}
+	}
+}

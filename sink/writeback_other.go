@@ -1,8 +1,0 @@
-//go:build !linux
-
-package sink
-
-import "github.com/cockroachdb/pebble/v2/vfs"
-
-// startWriteBackRange is Linux only; elsewhere the caller uses SyncTo.
-func startWriteBackRange(vfs.File, int64, int64) bool { return false }

@@ -1,0 +1,74 @@
+package kafka
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/connector-dev/connector/source"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Start positions used for a partition with neither a checkpoint nor a
+// committed offset.
+const (
+	StartEarliest = "earliest"
+	StartLatest   = "latest"
+)
+
+// DefaultBatchSize is the default Options.BatchSize.
+const DefaultBatchSize = source.BatchSize
+
+// Options are the source's runtime settings: the source: section (Config)
+// and the job's kafka: section turned into what the readers need. Zero
+// fields take the defaults of withDefaults.
+type Options struct {
+	Brokers     []string
+	Topics      []string
+	Group       string
+	StartOffset string // StartEarliest (default) or StartLatest
+	// Readers is the number of parallel readers (source tasks); each owns a
+	// share of the partitions. Default 1.
+	Readers int
+	// DiscoverInterval is how often new partitions are looked for. Default 10s.
+	DiscoverInterval time.Duration
+	// BatchSize caps the records handed to the emitter at once. Default
+	// DefaultBatchSize.
+	BatchSize int
+	// ClientOpts are extra franz-go options (TLS, SASL, client id). The
+	// seed brokers are Brokers, not an option here.
+	ClientOpts []kgo.Opt
+}
+
+func (c Options) withDefaults() Options {
+	if c.StartOffset == "" {
+		c.StartOffset = StartEarliest
+	}
+	if c.Readers <= 0 {
+		c.Readers = 1
+	}
+	if c.DiscoverInterval <= 0 {
+		c.DiscoverInterval = 10 * time.Second
+	}
+	if c.BatchSize <= 0 {
+		c.BatchSize = DefaultBatchSize
+	}
+	return c
+}
+
+func (c Options) validate() error {
+	var errs []error
+	if len(c.Brokers) == 0 {
+		errs = append(errs, errors.New("no brokers"))
+	}
+	if len(c.Topics) == 0 {
+		errs = append(errs, errors.New("no topics"))
+	}
+	if c.Group == "" {
+		errs = append(errs, errors.New("no group"))
+	}
+	if c.StartOffset != StartEarliest && c.StartOffset != StartLatest {
+		errs = append(errs, fmt.Errorf("start offset %q is neither %s nor %s", c.StartOffset, StartEarliest, StartLatest))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,35 @@
+// Package kafka is the Kafka source (source.type: kafka, the default). It
+// owns reading Kafka for a job: which partitions each reader
+// owns, where each partition starts (the restored checkpoint, else the
+// group's committed offset, else the configured start position), injecting
+// checkpoint barriers between records, the offset snapshot taken at each
+// barrier, and committing a completed checkpoint's offsets to the consumer
+// group.
+//
+// It never decides when a checkpoint is triggered or complete: the runtime
+// (package pipeline) tells a Reader to trigger and tells the Source to commit.
+// A reader's position at a barrier (a source.Position) is its Offsets,
+// encoded as JSON; a restore merges the positions of every reader of the
+// checkpoint, so the job may restart with another parallelism.
+//
+// Partitions are assigned by the source itself, as Flink's KafkaSource does,
+// not by the group protocol: the group is used only to store committed
+// offsets, so a restart after SIGKILL never waits for a dead member's session
+// to expire. Partition p of topic t (t at index i of the configured topics)
+// belongs to reader (i+p) mod R, which keeps ownership stable when partitions
+// are added while the job runs.
+//
+// The path of a record: Reader.Run polls a batch from Kafka, updates the
+// reader's positions to the offset after each record, and hands the batch to
+// its Emitter. The path of a barrier: the runtime calls Reader.Trigger(n);
+// between two batches Run copies the positions (the snapshot of n) and calls
+// Emitter.Barrier(n, positions), so the barrier follows every record emitted
+// before it and precedes every record after it.
+//
+// Memory: a reader holds two fetches at most, the one being handed on and
+// the one its client reads ahead meanwhile (Run asks for the next fetch only
+// when the last is handed on; fetch_max_partition_bytes bounds their size).
+// franz-go decodes into record arrays lent by a pool (pool.go) that come back
+// as soon as the records are copied into a batch; batches come from
+// record.NewBatch and the worker that wrote them releases them.
+package kafka

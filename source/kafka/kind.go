@@ -1,0 +1,97 @@
+package kafka
+
+import (
+	"context"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/connector-dev/connector/config"
+	"github.com/connector-dev/connector/internal/kafkaclient"
+	"github.com/connector-dev/connector/internal/spec"
+	"github.com/connector-dev/connector/source"
+)
+
+func init() {
+	source.Register(source.Kind{
+		Name:    "kafka",
+		Summary: "reads Kafka topics (read_committed), partitions split over the readers; offsets in the checkpoint",
+		Default: true,
+		Config:  func() any { return new(Config) },
+		Open:    open,
+	})
+}
+
+// Config is the source: section of a job file (type: kafka, the default).
+// The cluster is the job's kafka: section.
+type Config struct {
+	Topics []string `yaml:"topics" doc:"the topics to read"`
+	Group  string   `yaml:"group" default:"@/name" doc:"the consumer group that completed checkpoints' offsets are committed to"`
+	// StartOffset is where to start a partition that has neither a
+	// checkpointed nor a committed offset.
+	StartOffset string `yaml:"start_offset" default:"earliest" doc:"earliest | latest; only with no checkpoint and no committed offset"`
+	// FetchMaxBytes caps one fetch response.
+	FetchMaxBytes config.ByteSize `yaml:"fetch_max_bytes" default:"50MiB" doc:"one fetch response at most"`
+	// FetchMaxPartitionBytes caps one partition's share of a fetch
+	// response (Kafka's max.partition.fetch.bytes). Not Kafka's 1MiB: a
+	// reader holds two fetches (one being handed on, one read ahead), each
+	// decoded in full; bench/RESULTS.md has the measurements behind it.
+	FetchMaxPartitionBytes config.ByteSize `yaml:"fetch_max_partition_bytes" default:"512KiB" doc:"one partition's share of a fetch; more = more memory"`
+}
+
+// maxFetch is the most a fetch setting may ask for (the protocol's int32).
+const maxFetch = config.GiB
+
+// Validate checks the section on its own.
+func (c *Config) Validate(p *spec.Problems) {
+	if len(c.Topics) == 0 {
+		p.Add("topics", "at least one topic is required")
+	}
+	for i, t := range c.Topics {
+		key := spec.Join("topics", "["+itoa(i)+"]")
+		switch {
+		case t == "":
+			p.Add(key, "empty topic name")
+		case slices.Index(c.Topics, t) < i:
+			p.Add(key, "%q is listed twice", t)
+		}
+	}
+	// group defaults to the job's name, which is required: no check here.
+	spec.OneOf(p, "start_offset", "start offset", c.StartOffset, StartEarliest, StartLatest)
+	spec.Positive(p, "fetch_max_bytes", c.FetchMaxBytes)
+	spec.AtMost(p, "fetch_max_bytes", c.FetchMaxBytes, maxFetch)
+	spec.Positive(p, "fetch_max_partition_bytes", c.FetchMaxPartitionBytes)
+	spec.AtMost(p, "fetch_max_partition_bytes", c.FetchMaxPartitionBytes, maxFetch)
+}
+
+// ValidateJob checks the section against the rest of the job: the
+// dead-letter topic must not be one that is read.
+func (c *Config) ValidateJob(j *config.Job, p *spec.Problems) {
+	if t := j.Pipeline.OnDecodeError.Topic; t != "" && slices.Contains(c.Topics, t) {
+		p.Add("pipeline.on_decode_error.topic", "%q is also a source topic", t)
+	}
+}
+
+// open is the kind's Open: the source: and kafka: sections, and the
+// restored readers' positions, into a running Source.
+func open(ctx context.Context, cfg any, env source.Env) (source.Source, error) {
+	c := cfg.(*Config)
+	var restored Offsets // nil: no checkpoint
+	if env.Restored != nil {
+		var err error
+		if restored, err = mergePositions(env.Restored); err != nil {
+			return nil, err
+		}
+	}
+	return Open(ctx, Options{
+		Brokers:          env.Job.Kafka.Brokers,
+		Topics:           c.Topics,
+		Group:            c.Group,
+		StartOffset:      c.StartOffset,
+		Readers:          env.Readers,
+		DiscoverInterval: env.DiscoverEvery,
+		ClientOpts: append(kafkaclient.Opts(env.Job.Kafka),
+			kgo.FetchMaxBytes(int32(c.FetchMaxBytes)),
+			kgo.FetchMaxPartitionBytes(int32(c.FetchMaxPartitionBytes))),
+	}, restored, env.Log)
+}

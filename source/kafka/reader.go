@@ -1,0 +1,275 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/connector-dev/connector/checkpoint"
+	"github.com/connector-dev/connector/record"
+	"github.com/connector-dev/connector/source"
+)
+
+type controlKind int
+
+const (
+	ctlTrigger controlKind = iota
+	ctlCancel
+	ctlAdd
+)
+
+type control struct {
+	kind controlKind
+	id   checkpoint.ID
+	ts   time.Time
+	add  Offsets
+}
+
+// Reader reads the partitions one source task owns. Trigger, CancelBarrier
+// and add may be called from any goroutine; Run from exactly one.
+type Reader struct {
+	index     int
+	cfg       Options
+	log       zerolog.Logger
+	control   chan control
+	positions Offsets // next offset per owned partition; owned by Run
+}
+
+func newReader(index int, cfg Options, starts Offsets, log zerolog.Logger) *Reader {
+	return &Reader{
+		index:     index,
+		cfg:       cfg,
+		log:       log.With().Int("reader", index).Logger(),
+		control:   make(chan control, 1024),
+		positions: starts.Clone(),
+	}
+}
+
+// Index is the reader's number; its task is "source-<index>".
+func (r *Reader) Index() int { return r.index }
+
+// Trigger asks Run to take checkpoint id's snapshot and emit its barrier
+// between the next two records. It never blocks the caller (the driver): if
+// Run has fallen more than a thousand requests behind, the request is dropped
+// with a warning and the checkpoint times out.
+func (r *Reader) Trigger(id checkpoint.ID, ts time.Time) {
+	r.request(control{kind: ctlTrigger, id: id, ts: ts})
+}
+
+// CancelBarrier asks Run to send a cancellation marker for id downstream.
+// Like Trigger it never blocks.
+func (r *Reader) CancelBarrier(id checkpoint.ID) {
+	r.request(control{kind: ctlCancel, id: id})
+}
+
+func (r *Reader) request(c control) {
+	select {
+	case r.control <- c:
+	default:
+		r.log.Warn().Uint64("checkpoint", uint64(c.id)).Msg("reader is not keeping up with checkpoint requests; dropping one")
+	}
+}
+
+func (r *Reader) add(ctx context.Context, o Offsets) error {
+	select {
+	case r.control <- control{kind: ctlAdd, add: o}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Run reads until ctx is done or an error occurs, emitting records and, when
+// triggered, barriers to em. It returns ctx's error on a normal stop.
+func (r *Reader) Run(ctx context.Context, em source.Emitter) error {
+	opts := append([]kgo.Opt{
+		kgo.SeedBrokers(r.cfg.Brokers...),
+		kgo.ConsumePartitions(toKgo(r.positions)),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.FetchMaxWait(200 * time.Millisecond),
+		kgo.WithPools(kgoRecordPool),
+	}, r.cfg.ClientOpts...)
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return fmt.Errorf("reader %d: client: %w", r.index, err)
+	}
+	defer cl.Close()
+
+	pctx, stopPoll := context.WithCancel(ctx)
+	defer stopPoll()
+	want := make(chan struct{}, 1)
+	fetches := make(chan kgo.Fetches)
+	go poll(pctx, cl, want, fetches)
+	want <- struct{}{}
+
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case c := <-r.control:
+			if err := r.handle(ctx, cl, c, em); err != nil {
+				return err
+			}
+		case fs := <-fetches:
+			if err := r.emit(ctx, cl, fs, em); err != nil {
+				return err
+			}
+			want <- struct{}{}
+		}
+	}
+}
+
+// poll takes a fetch from the client each time Run asks for one (want), in
+// the background so that Run can answer a trigger while no records arrive.
+// Asking only once the previous fetch was handed on keeps the memory a
+// reader holds to two fetches: the one being handed on and the one the
+// client reads ahead meanwhile.
+func poll(ctx context.Context, cl *kgo.Client, want <-chan struct{}, out chan<- kgo.Fetches) {
+	for {
+		select {
+		case <-want:
+		case <-ctx.Done():
+			return
+		}
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		select {
+		case out <- fs:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+func (r *Reader) handle(ctx context.Context, cl *kgo.Client, c control, em source.Emitter) error {
+	switch c.kind {
+	case ctlTrigger:
+		pos, err := r.positions.Encode()
+		if err != nil {
+			return fmt.Errorf("reader %d: encode offsets: %w", r.index, err)
+		}
+		return em.Barrier(ctx, c.id, c.ts, pos)
+	case ctlCancel:
+		return em.Cancel(ctx, c.id)
+	case ctlAdd:
+		r.positions.Merge(c.add)
+		cl.AddConsumePartitions(toKgo(c.add))
+	}
+	return nil
+}
+
+// emit hands one fetch downstream in batches of at most BatchSize, answering
+// control messages between batches so a barrier is not held up by a large
+// fetch.
+func (r *Reader) emit(ctx context.Context, cl *kgo.Client, fs kgo.Fetches, em source.Emitter) error {
+	if err := fetchError(fs); err != nil {
+		return fmt.Errorf("reader %d: %w", r.index, err)
+	}
+	batch := record.NewBatch(r.cfg.BatchSize)
+	var err error
+	// Records come partition by partition; the position of the partition
+	// being read is kept aside and stored when the partition changes or a
+	// batch is handed on (before any barrier can be emitted), instead of a
+	// map update per record.
+	var (
+		have      bool
+		topic     string
+		partition int32
+		next      int64
+	)
+	savePosition := func() {
+		if have {
+			r.positions.Set(topic, partition, next)
+		}
+	}
+	fs.EachRecord(func(kr *kgo.Record) {
+		if err != nil {
+			return
+		}
+		if have && (partition != kr.Partition || topic != kr.Topic) {
+			savePosition()
+		}
+		have, topic, partition, next = true, kr.Topic, kr.Partition, kr.Offset+1
+		batch = append(batch, convert(kr))
+		kr.Recycle() // the copy keeps Key, Value and Headers; kgo reuses the Record
+		if len(batch) == cap(batch) {
+			savePosition()
+			if err = em.Records(ctx, batch); err != nil {
+				return
+			}
+			batch = record.NewBatch(r.cfg.BatchSize)
+			err = r.drainControl(ctx, cl, em)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	savePosition()
+	if len(batch) > 0 {
+		return em.Records(ctx, batch)
+	}
+	record.Release(batch)
+	return nil
+}
+
+func (r *Reader) drainControl(ctx context.Context, cl *kgo.Client, em source.Emitter) error {
+	for {
+		select {
+		case c := <-r.control:
+			if err := r.handle(ctx, cl, c, em); err != nil {
+				return err
+			}
+		default:
+			return nil
+		}
+	}
+}
+
+// fetchError returns the first error of a fetch that the client does not
+// retry by itself.
+func fetchError(fs kgo.Fetches) error {
+	var first error
+	fs.EachError(func(t string, p int32, err error) {
+		if first != nil || errors.Is(err, context.Canceled) || kerr.IsRetriable(err) {
+			return
+		}
+		first = fmt.Errorf("fetch %s/%d: %w", t, p, err)
+	})
+	return first
+}
+
+func convert(kr *kgo.Record) record.Record {
+	rec := record.Record{
+		Topic:     kr.Topic,
+		Partition: kr.Partition,
+		Offset:    kr.Offset,
+		Timestamp: kr.Timestamp,
+		Key:       kr.Key,
+		Value:     kr.Value,
+	}
+	if len(kr.Headers) > 0 {
+		rec.Headers = make([]record.Header, len(kr.Headers))
+		for i, h := range kr.Headers {
+			rec.Headers[i] = record.Header{Key: h.Key, Value: h.Value}
+		}
+	}
+	return rec
+}
+
+func toKgo(o Offsets) map[string]map[int32]kgo.Offset {
+	m := make(map[string]map[int32]kgo.Offset, len(o))
+	for t, ps := range o {
+		m[t] = make(map[int32]kgo.Offset, len(ps))
+		for p, n := range ps {
+			m[t][p] = kgo.NewOffset().At(n)
+		}
+	}
+	return m
+}
