@@ -34,6 +34,9 @@ type driver struct {
 	persisted map[checkpoint.ID]persisted
 	discards  []checkpoint.Discard // files of failed checkpoints, until a later one completed
 	failed    error                // set by FailJob
+	// observe, if set, sees every action just before it is performed (the
+	// deterministic harness traces them).
+	observe func(checkpoint.Action)
 }
 
 // persisted is a checkpoint whose metadata is durable, waiting for its
@@ -65,10 +68,8 @@ func (d *driver) loop(ctx context.Context, stop <-chan struct{}, tick, finalTime
 		case <-stop:
 			stop = nil
 			stopping = true
-			finalAfter = d.coord.Status().NextID
+			finalAfter = d.requestStop(ctx)
 			deadline = time.Now().Add(finalTimeout)
-			d.log.Info().Uint64("checkpoint", uint64(finalAfter)).Msg("stop requested: taking a final checkpoint")
-			d.step(ctx, checkpoint.TriggerNow{})
 		case now := <-ticker.C:
 			d.step(ctx, checkpoint.Tick{Now: now})
 		case ev := <-d.events:
@@ -78,7 +79,7 @@ func (d *driver) loop(ctx context.Context, stop <-chan struct{}, tick, finalTime
 			return d.failed
 		}
 		if stopping {
-			if st := d.coord.Status(); st.LastCompleted >= finalAfter {
+			if d.stopped(finalAfter) {
 				return nil
 			}
 			if time.Now().After(deadline) {
@@ -86,6 +87,21 @@ func (d *driver) loop(ctx context.Context, stop <-chan struct{}, tick, finalTime
 			}
 		}
 	}
+}
+
+// requestStop triggers the final checkpoint (duty 12) and returns the id
+// that stopped must see completed.
+func (d *driver) requestStop(ctx context.Context) checkpoint.ID {
+	finalAfter := d.coord.Status().NextID
+	d.log.Info().Uint64("checkpoint", uint64(finalAfter)).Msg("stop requested: taking a final checkpoint")
+	d.step(ctx, checkpoint.TriggerNow{})
+	return finalAfter
+}
+
+// stopped reports whether a checkpoint triggered after the stop request
+// (finalAfter or later) completed and was committed.
+func (d *driver) stopped(finalAfter checkpoint.ID) bool {
+	return d.coord.Status().LastCompleted >= finalAfter
 }
 
 // step feeds one event and performs the actions it yields, in order. An
@@ -107,6 +123,9 @@ func (d *driver) step(ctx context.Context, ev checkpoint.Event) {
 }
 
 func (d *driver) perform(ctx context.Context, a checkpoint.Action) checkpoint.Event {
+	if d.observe != nil {
+		d.observe(a)
+	}
 	switch a := a.(type) {
 	case checkpoint.TriggerSources:
 		for _, r := range d.readers {

@@ -41,7 +41,7 @@ func (a *attempt) build(r *restoredJob) (*graph, error) {
 		}
 		g.emitters = append(g.emitters, newEmitter(task{sourceTask, i}, g.chans[i], g.events, j.metrics))
 	}
-	coord, err := checkpoint.NewCoordinator(coordinatorSettings(cfg.Checkpoint), taskIDs(p), r.md, max(r.store.MaxID(), r.states.maxID()))
+	coord, err := checkpoint.NewCoordinator(coordinatorSettings(cfg.Checkpoint, j.rand), taskIDs(p), r.md, max(r.store.MaxID(), r.states.maxID()))
 	if err != nil {
 		return nil, fmt.Errorf("%w: coordinator: %w", errPermanent, err)
 	}
@@ -96,7 +96,7 @@ func (a *attempt) newWorker(r *restoredJob, g *graph, w int, wr sink.Writer, mod
 	return &worker{
 		index: w, task: t, ins: ins, aligner: al, chain: chain, state: r.stores[w],
 		states: r.states, writer: wr, bad: r.bad, events: g.events, metrics: a.j.metrics,
-		aborts: make(chan checkpoint.ID, 64),
-		log:    a.j.log.With().Str("task", t.String()).Logger(),
+		aborts: make(chan checkpoint.ID, 64), spawn: a.j.spawn,
+		log: a.j.log.With().Str("task", t.String()).Logger(),
 	}, nil
 }

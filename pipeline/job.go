@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"sync/atomic"
 	"time"
@@ -42,6 +43,8 @@ type Job struct {
 	registry      *metrics.Registry
 	discoverEvery time.Duration
 	stdout        io.Writer
+	spawn         func(func())   // runs a snapshot's asynchronous part
+	rand          func() float64 // the Coordinator's randomness (initial delay)
 	ready         atomic.Bool
 	last          atomic.Pointer[Completion]
 }
@@ -60,6 +63,7 @@ func New(cfg *config.Job, opts Options) *Job {
 	return &Job{
 		cfg: cfg, fs: opts.FS, log: opts.Log.With().Str("job", cfg.Name).Logger(),
 		metrics: newJobMetrics(opts.Registry), registry: opts.Registry, discoverEvery: opts.DiscoverEvery, stdout: opts.Stdout,
+		spawn: func(f func()) { go f() }, rand: rand.Float64,
 	}
 }
 

@@ -73,7 +73,7 @@ func (a *attempt) loadCheckpoint() (*restoredJob, error) {
 		return nil, fmt.Errorf("%w: %w", errPermanent, err)
 	}
 	r := &restoredJob{restored: rs, md: md, store: st, specs: transform.Specs(cfg.Pipeline.Transforms),
-		states: &stateFiles{root: cfg.State.Dir, log: log}}
+		states: &stateFiles{fs: j.fs, root: cfg.State.Dir, log: log}}
 	r.stateful = transform.Stateful(r.specs)
 	p := cfg.Pipeline.Parallelism
 	if r.stateful && len(rs.state) > 0 && rs.workers != p {
@@ -116,7 +116,7 @@ func (a *attempt) restoreState(r *restoredJob) error {
 		return nil
 	}
 	for w := range r.stores {
-		sc := state.Config{Dir: r.states.workDir(w), FullSnapshotAfter: int64(cfg.State.FullSnapshotAfter)}
+		sc := state.Config{Dir: r.states.workDir(w), FullSnapshotAfter: int64(cfg.State.FullSnapshotAfter), FS: a.j.fs}
 		c, restore := r.state[w]
 		if restore {
 			sc.RestoreFrom = r.states.abs(c.base)

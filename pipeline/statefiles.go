@@ -1,12 +1,11 @@
 package pipeline
 
 import (
-	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/rs/zerolog"
 
 	"github.com/connector-dev/connector/checkpoint"
@@ -28,12 +27,13 @@ import (
 // checkpoints that never completed once a later one completed without them
 // (store.Discard); directories go once empty and unchanged for settleTime.
 type stateFiles struct {
+	fs   vfs.FS
 	root string
 	log  zerolog.Logger
 }
 
 func (s *stateFiles) workDir(w int) string {
-	return filepath.Join(s.root, "work", "worker-"+strconv.Itoa(w))
+	return s.fs.PathJoin(s.root, "work", "worker-"+strconv.Itoa(w))
 }
 
 // abs turns a path relative to the root (as checkpoints record it) into
@@ -70,14 +70,10 @@ func (s *stateFiles) rels(paths []string) ([]string, error) {
 // snapshotDirs lists the chk-<id> directories with their ids.
 func (s *stateFiles) snapshotDirs() map[checkpoint.ID]string {
 	out := map[checkpoint.ID]string{}
-	entries, _ := os.ReadDir(s.root)
-	for _, e := range entries {
-		name, ok := strings.CutPrefix(e.Name(), "chk-")
-		if !ok || !e.IsDir() {
-			continue
-		}
-		if id, err := strconv.ParseUint(name, 10, 64); err == nil {
-			out[checkpoint.ID(id)] = filepath.Join(s.root, e.Name())
+	names, _ := s.fs.List(s.root)
+	for _, name := range names {
+		if id, ok := checkpoint.ParseName(name); ok {
+			out[id] = s.fs.PathJoin(s.root, name)
 		}
 	}
 	return out
@@ -103,14 +99,14 @@ func (s *stateFiles) removeEmptyDirs(upTo checkpoint.ID) {
 		if id > upTo {
 			continue
 		}
-		entries, _ := os.ReadDir(dir)
-		for _, e := range entries {
-			if p := filepath.Join(dir, e.Name()); e.IsDir() && settled(p) {
-				_ = os.Remove(p) // fails unless empty
+		names, _ := s.fs.List(dir)
+		for _, name := range names {
+			if p := s.fs.PathJoin(dir, name); s.isDir(p) && s.settled(p) {
+				_ = s.fs.Remove(p) // fails unless empty
 			}
 		}
-		if settled(dir) {
-			_ = os.Remove(dir) // fails while a changelog is left
+		if s.settled(dir) {
+			_ = s.fs.Remove(dir) // fails while a changelog is left
 		}
 	}
 }
@@ -119,27 +115,41 @@ func (s *stateFiles) removeEmptyDirs(upTo checkpoint.ID) {
 // unchanged before removeEmptyDirs removes it.
 const settleTime = 10 * time.Second
 
-func settled(dir string) bool {
-	fi, err := os.Stat(dir)
+func (s *stateFiles) settled(dir string) bool {
+	fi, err := s.fs.Stat(dir)
 	return err == nil && time.Since(fi.ModTime()) > settleTime
+}
+
+func (s *stateFiles) isDir(p string) bool {
+	fi, err := s.fs.Stat(p)
+	return err == nil && fi.IsDir()
 }
 
 // keepOnly removes every snapshot file that is not in keep (paths relative
 // to the root): at start, what belongs to no checkpoint on disk.
 func (s *stateFiles) keepOnly(keep map[string]struct{}) {
 	for _, dir := range s.snapshotDirs() {
-		_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-			if err != nil || d.IsDir() {
-				return nil
-			}
+		s.walkFiles(dir, func(p string) {
 			rel, err := s.rel(p)
 			if _, kept := keep[rel]; err == nil && !kept {
-				if err := os.Remove(p); err != nil {
+				if err := s.fs.Remove(p); err != nil {
 					s.log.Warn().Err(err).Str("file", p).Msg("cannot remove an unreferenced state file")
 				}
 			}
-			return nil
 		})
 	}
 	s.removeEmptyDirs(s.maxID())
+}
+
+// walkFiles calls fn for every file below dir.
+func (s *stateFiles) walkFiles(dir string, fn func(path string)) {
+	names, _ := s.fs.List(dir)
+	for _, name := range names {
+		p := s.fs.PathJoin(dir, name)
+		if s.isDir(p) {
+			s.walkFiles(p, fn)
+		} else {
+			fn(p)
+		}
+	}
 }

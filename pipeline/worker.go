@@ -40,6 +40,9 @@ type worker struct {
 	// last snapshot ended (and the worker acked or declined); nil if none
 	// ran. Only the worker's goroutine reads or replaces it.
 	finishing chan struct{}
+	// spawn runs the asynchronous part of a snapshot: `go f()`, or, in the
+	// deterministic harness, f itself at once.
+	spawn func(f func())
 }
 
 // run reads until ctx is done, a task error occurs, or every input ended.
@@ -62,12 +65,13 @@ func (w *worker) run(ctx context.Context) error {
 			}
 		}
 		chosen, v, ok := reflect.Select(cases)
-		var outs []checkpoint.Output[batch]
+		var done bool
+		var err error
 		switch chosen {
 		case 0:
 			return ctx.Err()
 		case 1:
-			outs = w.aligner.Abort(time.Now(), v.Interface().(checkpoint.ID))
+			done, err = w.abortAligning(ctx, v.Interface().(checkpoint.ID))
 		default:
 			ch := chans[chosen-2]
 			el := element{Kind: checkpoint.EndOfChannel}
@@ -77,18 +81,38 @@ func (w *worker) run(ctx context.Context) error {
 			if el.Kind == checkpoint.EndOfChannel {
 				ended[ch] = true
 			}
-			var err error
-			if outs, err = w.aligner.Process(time.Now(), ch, el); err != nil {
-				return fmt.Errorf("%s: aligner: %w", w.task, err)
-			}
+			done, err = w.deliver(ctx, ch, el)
 		}
-		for _, o := range outs {
-			done, err := w.perform(ctx, o)
-			if err != nil || done {
-				return err
-			}
+		if err != nil || done {
+			return err
 		}
 	}
+}
+
+// deliver hands one element of input channel ch to the aligner and performs
+// what comes out; done means every input ended. It is the worker's step:
+// run calls it for every element it reads, the deterministic harness
+// directly.
+func (w *worker) deliver(ctx context.Context, ch int, el element) (done bool, err error) {
+	outs, err := w.aligner.Process(time.Now(), ch, el)
+	if err != nil {
+		return false, fmt.Errorf("%s: aligner: %w", w.task, err)
+	}
+	return w.performAll(ctx, outs)
+}
+
+// abortAligning gives up aligning checkpoint id (the Coordinator aborted it).
+func (w *worker) abortAligning(ctx context.Context, id checkpoint.ID) (done bool, err error) {
+	return w.performAll(ctx, w.aligner.Abort(time.Now(), id))
+}
+
+func (w *worker) performAll(ctx context.Context, outs []checkpoint.Output[batch]) (done bool, err error) {
+	for _, o := range outs {
+		if done, err = w.perform(ctx, o); err != nil || done {
+			return done, err
+		}
+	}
+	return false, nil
 }
 
 func (w *worker) perform(ctx context.Context, o checkpoint.Output[batch]) (done bool, err error) {
@@ -188,7 +212,7 @@ func (w *worker) snapshot(ctx context.Context, b checkpoint.Barrier, al checkpoi
 	}
 	done := make(chan struct{})
 	w.finishing = done
-	go func() {
+	w.spawn(func() {
 		defer close(done)
 		began := time.Now()
 		snap, err := finish(&m)
@@ -196,7 +220,7 @@ func (w *worker) snapshot(ctx context.Context, b checkpoint.Barrier, al checkpoi
 		// conclude fails only when the job is stopping.
 		m.Async = time.Since(began)
 		_ = w.conclude(ctx, b.ID, snap, m, err)
-	}()
+	})
 	return nil
 }
 
@@ -243,7 +267,7 @@ func (w *worker) takeSnapshot(ctx context.Context, id checkpoint.ID) (finish fun
 			return nil, false, fmt.Errorf("sink pre-commit: %w", err)
 		}
 		done := make(chan error, 1)
-		go func() { done <- rest() }()
+		w.spawn(func() { done <- rest() })
 		sinkRest = func() error { return <-done }
 		async = true
 	} else if cs, err = w.writer.PreCommit(ctx, id); err != nil {
