@@ -13,6 +13,7 @@ import (
 	"github.com/connector-dev/connector/checkpoint"
 	"github.com/connector-dev/connector/checkpoint/store"
 	"github.com/connector-dev/connector/internal/crashpoint"
+	"github.com/connector-dev/connector/internal/keygroup"
 	"github.com/connector-dev/connector/sink"
 	"github.com/connector-dev/connector/source"
 	"github.com/connector-dev/connector/state"
@@ -91,13 +92,17 @@ func (a *attempt) run(ctx context.Context, stop <-chan struct{}) error {
 	stores := make([]*state.Store, p)
 	if stateful {
 		for w := range p {
-			sc := state.Config{Dir: states.workDir(w), FullSnapshotAfter: int64(cfg.State.FullSnapshotAfter)}
+			// Every worker's state is key group 0 of 1 until workers route
+			// records by key group: restored 1:1, parallelism unchanged.
+			one := keygroup.Range{Start: 0, End: 1}
+			sc := state.Config{Dir: states.workDir(w), MaxParallelism: 1, KeyGroups: one, FullSnapshotAfter: int64(cfg.State.FullSnapshotAfter)}
 			c, restore := rs.state[w]
 			if restore {
-				sc.RestoreFrom = states.abs(c.base)
+				chain := state.Chain{Base: states.abs(c.base)}
 				for _, l := range c.changelogs {
-					sc.Changelogs = append(sc.Changelogs, states.abs(l))
+					chain.Changelogs = append(chain.Changelogs, states.abs(l))
 				}
+				sc.Restore = []state.Restore{{Chain: chain, KeyGroups: one}}
 			}
 			s, err := state.Open(sc, log.With().Int("worker", w).Logger())
 			if err != nil {
