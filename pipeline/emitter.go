@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/connector-dev/connector/checkpoint"
+	"github.com/connector-dev/connector/internal/keygroup"
 	"github.com/connector-dev/connector/record"
 	"github.com/connector-dev/connector/source"
 )
@@ -18,13 +19,15 @@ type emitter struct {
 	outs    []chan element
 	events  chan<- checkpoint.Event
 	metrics *jobMetrics
+	maxKG   int      // max parallelism: the number of key groups
 	parts   []batch  // per-worker parts of the batch being split
 	dest    []uint32 // scratch: the worker of each record of the batch
 	counts  []int    // scratch: records per worker
 }
 
-func newEmitter(task task, outs []chan element, events chan<- checkpoint.Event, m *jobMetrics) *emitter {
-	return &emitter{task: task, outs: outs, events: events, metrics: m, parts: make([]batch, len(outs)), counts: make([]int, len(outs))}
+func newEmitter(task task, outs []chan element, events chan<- checkpoint.Event, m *jobMetrics, maxParallelism int) *emitter {
+	return &emitter{task: task, outs: outs, events: events, metrics: m, maxKG: maxParallelism,
+		parts: make([]batch, len(outs)), counts: make([]int, len(outs))}
 }
 
 var _ source.Emitter = (*emitter)(nil)
@@ -32,13 +35,18 @@ var _ source.Emitter = (*emitter)(nil)
 func (e *emitter) Records(ctx context.Context, b []record.Record) error {
 	e.metrics.recordsIn.Add(uint64(len(b)))
 	if len(e.outs) == 1 {
+		for i := range b {
+			b[i].KeyGroup = uint16(keyGroupOf(&b[i], e.maxKG))
+		}
 		return e.send(ctx, 0, element{Kind: checkpoint.RecordElement, Record: b, Size: batchBytes(b)})
 	}
 	// Two passes so each worker's part is allocated once, at its size.
 	e.dest = e.dest[:0]
 	clear(e.counts)
 	for i := range b {
-		w := workerFor(&b[i], len(e.outs))
+		kg := keyGroupOf(&b[i], e.maxKG)
+		b[i].KeyGroup = uint16(kg)
+		w := keygroup.OperatorOf(kg, e.maxKG, len(e.outs))
 		e.dest = append(e.dest, uint32(w))
 		e.counts[w]++
 	}
@@ -63,20 +71,16 @@ func (e *emitter) Records(ctx context.Context, b []record.Record) error {
 	return nil
 }
 
-// workerFor picks the worker of a record: by key, or by partition for
-// records without a key (which keeps them in partition order). The hash
-// (FNV-1a) is fixed, not seeded per process: keyed state restored after a
-// restart must meet the same keys again.
-func workerFor(r *record.Record, n int) int {
+// keyGroupOf is a record's key group, which decides its worker (the one
+// whose range holds it) and the slice of keyed state it uses: by key, or by
+// partition for records without a key (which keeps them in partition
+// order). The hash is fixed (package keygroup): keyed state restored after
+// a restart, at any parallelism, meets the same keys in the same groups.
+func keyGroupOf(r *record.Record, maxParallelism int) int {
 	if len(r.Key) == 0 {
-		return int(r.Partition) % n
+		return int(r.Partition) % maxParallelism
 	}
-	h := uint64(14695981039346656037)
-	for _, c := range r.Key {
-		h ^= uint64(c)
-		h *= 1099511628211
-	}
-	return int(h % uint64(n))
+	return keygroup.Of(r.Key, maxParallelism)
 }
 
 // Barrier acknowledges the reader's position as its snapshot, then sends

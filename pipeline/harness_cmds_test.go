@@ -84,6 +84,11 @@ func cmdRestart(h *harness, t *testing.T, d *datadriven.TestData) error {
 	} else {
 		world.printf("restored: checkpoint %d, positions %s", h.r.md.ID, h.r.source.Describe(h.r.positions))
 	}
+	for w, st := range h.r.stores {
+		if st != nil {
+			world.printf("worker-%d: key groups %s", w, st.KeyGroups())
+		}
+	}
 	return nil
 }
 

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -10,6 +11,7 @@ import (
 	"github.com/connector-dev/connector/checkpoint/store"
 	"github.com/connector-dev/connector/internal/crashpoint"
 	"github.com/connector-dev/connector/internal/kafkaclient"
+	"github.com/connector-dev/connector/internal/keygroup"
 	"github.com/connector-dev/connector/sink"
 	"github.com/connector-dev/connector/source"
 	"github.com/connector-dev/connector/state"
@@ -75,10 +77,13 @@ func (a *attempt) loadCheckpoint() (*restoredJob, error) {
 	r := &restoredJob{restored: rs, md: md, store: st, specs: transform.Specs(cfg.Pipeline.Transforms),
 		states: &stateFiles{fs: j.fs, root: cfg.State.Dir, log: log}}
 	r.stateful = transform.Stateful(r.specs)
-	p := cfg.Pipeline.Parallelism
-	if r.stateful && len(rs.state) > 0 && rs.workers != p {
-		return nil, fmt.Errorf("%w: checkpoint %d has keyed state for %d workers but pipeline.parallelism is %d; keyed state cannot be redistributed yet: set parallelism back to %d",
-			errPermanent, rs.id, rs.workers, p, rs.workers)
+	if r.stateful && rs.legacyState {
+		return nil, fmt.Errorf("%w: checkpoint %d was written by a version of the connector before key groups, whose keyed state this version cannot place; restore it with that version, or start this job afresh (a new checkpoint.dir and state.dir; the source then resumes from the group's committed offsets)",
+			errPermanent, md.ID)
+	}
+	if m := cfg.Pipeline.MaxParallelism; r.stateful && rs.maxParallelism != 0 && rs.maxParallelism != m {
+		return nil, fmt.Errorf("%w: checkpoint %d holds keyed state in %d key groups, but pipeline.max_parallelism is %d: it cannot change once a checkpoint holds keyed state; set it back to %d (pipeline.parallelism may change, up to it)",
+			errPermanent, rs.id, rs.maxParallelism, m, rs.maxParallelism)
 	}
 	if md != nil {
 		log.Info().Uint64("checkpoint", uint64(md.ID)).Msg("restoring from checkpoint")
@@ -115,21 +120,36 @@ func (a *attempt) restoreState(r *restoredJob) error {
 	if !r.stateful {
 		return nil
 	}
+	m, p := cfg.Pipeline.MaxParallelism, cfg.Pipeline.Parallelism
 	for w := range r.stores {
-		sc := state.Config{Dir: r.states.workDir(w), FullSnapshotAfter: int64(cfg.State.FullSnapshotAfter), FS: a.j.fs}
-		c, restore := r.state[w]
-		if restore {
-			sc.RestoreFrom = r.states.abs(c.base)
-			for _, l := range c.changelogs {
-				sc.Changelogs = append(sc.Changelogs, r.states.abs(l))
+		kg := keygroup.RangeOf(m, p, w)
+		sc := state.Config{Dir: r.states.workDir(w), MaxParallelism: m, KeyGroups: kg,
+			FullSnapshotAfter: int64(cfg.State.FullSnapshotAfter), FS: a.j.fs}
+		var from []string
+		for _, c := range r.state {
+			if c.keyGroups.Intersect(kg).Empty() {
+				continue
 			}
+			chain := state.Chain{Base: r.states.abs(c.base)}
+			for _, l := range c.changelogs {
+				chain.Changelogs = append(chain.Changelogs, r.states.abs(l))
+			}
+			sc.Restore = append(sc.Restore, state.Restore{Chain: chain, KeyGroups: c.keyGroups})
+			from = append(from, fmt.Sprintf("worker-%d%s", c.worker, c.keyGroups))
 		}
 		s, err := state.Open(sc, log.With().Int("worker", w).Logger())
+		if errors.Is(err, state.ErrIncompatible) {
+			return fmt.Errorf("%w: restore state of worker %d: %w", errPermanent, w, err)
+		}
 		if err != nil {
 			return fmt.Errorf("restore state of worker %d: %w", w, err)
 		}
-		if restore {
-			log.Info().Int("worker", w).Str("full", c.base).Int("changelogs", len(c.changelogs)).Msg("state restored")
+		if len(sc.Restore) == 1 && sc.Restore[0].KeyGroups == kg {
+			c := sc.Restore[0].Chain
+			base, _ := r.states.rel(c.Base)
+			log.Info().Int("worker", w).Str("key_groups", kg.String()).Str("full", base).Int("changelogs", len(c.Changelogs)).Msg("state restored")
+		} else if len(sc.Restore) > 0 {
+			log.Info().Int("worker", w).Str("key_groups", kg.String()).Strs("from", from).Msg("state restored and rescaled")
 		}
 		a.defer_(func() { _ = s.Close() })
 		r.stores[w] = s

@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/connector-dev/connector/checkpoint"
+	"github.com/connector-dev/connector/internal/keygroup"
 	"github.com/connector-dev/connector/sink"
 	"github.com/connector-dev/connector/source"
 )
@@ -15,11 +16,15 @@ import (
 // workerData is a worker's acknowledged snapshot: its sink's committables and
 // its keyed state (a state.Chain, paths relative to the state root): State
 // is the full snapshot ("" for none: a stateless pipeline, or state that
-// began empty), Changelogs what changed after it.
+// began empty), Changelogs what changed after it; KeyGroups the key groups
+// the state holds, of MaxParallelism. A checkpoint with keyed state but no
+// MaxParallelism was written before key groups existed.
 type workerData struct {
-	Committables []sink.Committable `json:"committables,omitempty"`
-	State        string             `json:"state,omitempty"`
-	Changelogs   []string           `json:"changelogs,omitempty"`
+	Committables   []sink.Committable `json:"committables,omitempty"`
+	State          string             `json:"state,omitempty"`
+	Changelogs     []string           `json:"changelogs,omitempty"`
+	KeyGroups      *keygroup.Range    `json:"key_groups,omitempty"`
+	MaxParallelism int                `json:"max_parallelism,omitempty"`
 }
 
 func (d workerData) encode() ([]byte, error) { return json.Marshal(d) }
@@ -42,10 +47,13 @@ func snapshotDir(id checkpoint.ID, w int) string {
 	return path.Join(id.Name(), "worker-"+strconv.Itoa(w))
 }
 
-// stateChain is a worker's state to restore, relative to the state root.
+// stateChain is a worker's keyed state in a checkpoint, paths relative to
+// the state root.
 type stateChain struct {
+	worker     int
 	base       string
 	changelogs []string
+	keyGroups  keygroup.Range
 }
 
 // restored is what a job restores from a completed checkpoint.
@@ -55,14 +63,20 @@ type restored struct {
 	// when there is no checkpoint to restore.
 	positions    []source.Position
 	committables []sink.Committable
-	state        map[int]stateChain
+	state        []stateChain // by worker, of those with keyed state
 	workers      int
+	// maxParallelism is the number of key groups the keyed state is split
+	// into; 0 when the checkpoint holds none, or predates key groups.
+	maxParallelism int
+	// legacyState: the checkpoint holds keyed state written before key
+	// groups existed, which this version cannot place.
+	legacyState bool
 }
 
 // fromMetadata splits a checkpoint into what each part of the job restores.
 // md may be nil (nothing to restore).
 func fromMetadata(md *checkpoint.Metadata) (restored, error) {
-	r := restored{state: map[int]stateChain{}}
+	var r restored
 	if md == nil {
 		return r, nil
 	}
@@ -95,10 +109,27 @@ func fromMetadata(md *checkpoint.Metadata) (restored, error) {
 			}
 			r.workers++
 			r.committables = append(r.committables, d.Committables...)
-			if d.State != "" || len(d.Changelogs) > 0 {
-				r.state[t.index] = stateChain{base: d.State, changelogs: d.Changelogs}
+			if err := r.addState(t.index, d); err != nil {
+				return r, fmt.Errorf("checkpoint %d task %s: %w", md.ID, t, err)
 			}
 		}
 	}
 	return r, nil
+}
+
+// addState records worker w's keyed state, if it has any.
+func (r *restored) addState(w int, d workerData) error {
+	if d.State == "" && len(d.Changelogs) == 0 {
+		return nil
+	}
+	if d.KeyGroups == nil || d.MaxParallelism == 0 {
+		r.legacyState = true
+		return nil
+	}
+	if r.maxParallelism != 0 && r.maxParallelism != d.MaxParallelism {
+		return fmt.Errorf("keyed state of %d key groups beside state of %d", d.MaxParallelism, r.maxParallelism)
+	}
+	r.maxParallelism = d.MaxParallelism
+	r.state = append(r.state, stateChain{worker: w, base: d.State, changelogs: d.Changelogs, keyGroups: *d.KeyGroups})
+	return nil
 }

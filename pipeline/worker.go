@@ -43,6 +43,9 @@ type worker struct {
 	// spawn runs the asynchronous part of a snapshot: `go f()`, or, in the
 	// deterministic harness, f itself at once.
 	spawn func(f func())
+	// maxParallelism is the job's number of key groups, recorded with the
+	// state in every snapshot.
+	maxParallelism int
 }
 
 // run reads until ctx is done, a task error occurs, or every input ended.
@@ -157,6 +160,11 @@ func (w *worker) process(ctx context.Context, b batch) error {
 	var out uint64
 	for i := range b {
 		r := &b[i]
+		if w.state != nil {
+			if err := w.state.SetKeyGroup(int(r.KeyGroup)); err != nil {
+				return fmt.Errorf("%s: %w", w.task, err) // a routing bug: never touch another worker's state
+			}
+		}
 		if w.chain != nil {
 			keep, err := w.chain.Apply(r)
 			if err != nil && !errors.Is(err, transform.ErrDecode) {
@@ -311,6 +319,8 @@ func sinkErr(err error) error {
 // recordChain puts a state snapshot into the worker's data and the
 // snapshot's file list, relative to the state root.
 func (w *worker) recordChain(c state.Chain, data *workerData, snap *checkpoint.Snapshot) (err error) {
+	kg := w.state.KeyGroups()
+	data.KeyGroups, data.MaxParallelism = &kg, w.maxParallelism
 	if data.State, err = w.states.rel(c.Base); err == nil {
 		if data.Changelogs, err = w.states.rels(c.Changelogs); err == nil {
 			snap.Files, err = w.states.rels(c.Files())

@@ -14,7 +14,11 @@ type Header struct {
 type Record struct {
 	Topic     string
 	Partition int32
-	Offset    int64
+	// KeyGroup is the key group the runtime put the record in (package
+	// pipeline, by its key): which slice of keyed state it reads and
+	// writes, and which worker handles it. Sources leave it zero.
+	KeyGroup uint16
+	Offset   int64
 	Timestamp time.Time
 	Key       []byte
 	Value     []byte

@@ -13,6 +13,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/connector-dev/connector/internal/fsutil"
+	"github.com/connector-dev/connector/internal/keygroup"
 )
 
 // delta is the writes made between two barriers, encoded as they come in
@@ -63,36 +64,48 @@ func (d *delta) mergeOlder(older *delta) {
 
 // A changelog file holds one delta:
 //
-//	"PBCL" 0x01                                          magic, format version
+//	"PBCL" 0x02                                          magic, format version
+//	uint16 max parallelism                               big-endian
 //	{ op: 0x01 set | 0x02 delete,                        each entry
-//	  uvarint shared, uvarint len, key[shared:]          key: the first shared
-//	                                                     bytes are the previous
-//	                                                     entry's
+//	  uvarint shared, uvarint len, key[shared:]          key (with its key
+//	                                                     group, see keys.go):
+//	                                                     the first shared bytes
+//	                                                     are the previous entry's
 //	  (set only) uvarint len, value }
 //	uint64 entry count, uint32 CRC-32C of all before it  big-endian trailer
 //
 // A file that is cut short or altered fails its trailer check: a restore
-// refuses it rather than load part of a delta.
+// refuses it rather than load part of a delta. Format 1 (keys without key
+// groups, no max parallelism) is refused.
 const (
-	changelogMagic   = "PBCL\x01"
+	changelogMagic   = "PBCL"
+	changelogVersion = 2
+	changelogHeader  = len(changelogMagic) + 1 + 2
 	changelogTrailer = 12
 	opSet, opDelete  = 1, 2
 )
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
-// trailer returns the changelog's trailer for d.
-func (d *delta) trailer() []byte {
+// header returns a changelog's header for max parallelism maxPar.
+func header(maxPar int) []byte {
+	h := append([]byte(changelogMagic), changelogVersion)
+	return binary.BigEndian.AppendUint16(h, uint16(maxPar))
+}
+
+// trailer returns the changelog's trailer for d after header h.
+func (d *delta) trailer(h []byte) []byte {
 	t := binary.BigEndian.AppendUint64(make([]byte, 0, changelogTrailer), uint64(d.n))
-	crc := crc32.Update(crc32.Update(crc32.Update(0, crcTable, []byte(changelogMagic)), crcTable, d.buf), crcTable, t)
+	crc := crc32.Update(crc32.Update(crc32.Update(0, crcTable, h), crcTable, d.buf), crcTable, t)
 	return binary.BigEndian.AppendUint32(t, crc)
 }
 
-// writeChangelog writes d to path durably: the file is synced, then its
+// writeChangelog writes d, entries of a Store with max parallelism maxPar, to
+// path durably: the file is synced, then its
 // directory (which must exist) and that one's parent (the directory may be
 // new), so that path survives a crash once it returns nil. On error it
 // removes what it wrote.
-func writeChangelog(fs vfs.FS, path string, d *delta) (size int64, err error) {
+func writeChangelog(fs vfs.FS, path string, maxPar int, d *delta) (size int64, err error) {
 	f, err := fs.Create(path, vfs.WriteCategoryUnspecified)
 	if err != nil {
 		return 0, fmt.Errorf("create changelog %s: %w", path, err)
@@ -102,8 +115,9 @@ func writeChangelog(fs vfs.FS, path string, d *delta) (size int64, err error) {
 			_ = fs.Remove(path)
 		}
 	}()
-	trailer := d.trailer()
-	for _, b := range [][]byte{[]byte(changelogMagic), d.buf, trailer} {
+	h := header(maxPar)
+	trailer := d.trailer(h)
+	for _, b := range [][]byte{h, d.buf, trailer} {
 		if err == nil {
 			_, err = f.Write(b)
 		}
@@ -123,14 +137,16 @@ func writeChangelog(fs vfs.FS, path string, d *delta) (size int64, err error) {
 			return 0, fmt.Errorf("write changelog %s: %w", path, err)
 		}
 	}
-	return int64(len(changelogMagic) + len(d.buf) + len(trailer)), nil
+	return int64(len(h) + len(d.buf) + len(trailer)), nil
 }
 
 var errBadChangelog = errors.New("not a complete changelog")
 
-// applyChangelog reads the changelog at path and writes its entries into
-// db (unsynced, as every write of a Store). It returns the file's size.
-func applyChangelog(fs vfs.FS, path string, db *pebble.DB) (int64, error) {
+// applyChangelog reads the changelog at path, which must have been written
+// with max parallelism maxPar, and writes its entries of the key groups in
+// keep into db (unsynced, as every write of a Store). It returns the file's
+// size.
+func applyChangelog(fs vfs.FS, path string, db *pebble.DB, maxPar int, keep keygroup.Range) (int64, error) {
 	f, err := fs.Open(path)
 	if err != nil {
 		return 0, fmt.Errorf("open changelog: %w", err)
@@ -140,10 +156,20 @@ func applyChangelog(fs vfs.FS, path string, db *pebble.DB) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("read changelog %s: %w", path, err)
 	}
+	// The trailer's checksum covers everything before it in every format.
 	n := len(buf)
-	if n < len(changelogMagic)+changelogTrailer || !bytes.HasPrefix(buf, []byte(changelogMagic)) ||
+	if n < len(changelogMagic)+1+changelogTrailer || !bytes.HasPrefix(buf, []byte(changelogMagic)) ||
 		crc32.Checksum(buf[:n-4], crcTable) != binary.BigEndian.Uint32(buf[n-4:]) {
 		return 0, fmt.Errorf("changelog %s (%d bytes): %w (bad magic or checksum)", path, n, errBadChangelog)
+	}
+	if v := buf[len(changelogMagic)]; v != changelogVersion {
+		return 0, fmt.Errorf("%w: changelog %s has format %d, not %d (keys in key groups)", ErrIncompatible, path, v, changelogVersion)
+	}
+	if n < changelogHeader+changelogTrailer {
+		return 0, fmt.Errorf("changelog %s (%d bytes): %w (no header)", path, n, errBadChangelog)
+	}
+	if got := int(binary.BigEndian.Uint16(buf[changelogHeader-2:])); got != maxPar {
+		return 0, fmt.Errorf("%w: changelog %s was written with max parallelism %d, not %d", ErrIncompatible, path, got, maxPar)
 	}
 	want := binary.BigEndian.Uint64(buf[n-changelogTrailer:])
 	b := db.NewBatch()
@@ -152,7 +178,7 @@ func applyChangelog(fs vfs.FS, path string, db *pebble.DB) (int64, error) {
 		count uint64
 		key   []byte
 	)
-	for p := buf[len(changelogMagic) : n-changelogTrailer]; len(p) > 0; count++ {
+	for p := buf[changelogHeader : n-changelogTrailer]; len(p) > 0; count++ {
 		op := p[0]
 		shared, w := binary.Uvarint(p[1:])
 		ok := w > 0 && shared <= uint64(len(key))
@@ -160,15 +186,19 @@ func applyChangelog(fs vfs.FS, path string, db *pebble.DB) (int64, error) {
 		if ok {
 			suffix, rest, ok = lengthPrefixed(p[1+w:])
 		}
+		var kg int
 		if ok {
 			key = append(key[:shared], suffix...)
+			kg, ok = kgOf(key)
 		}
 		switch {
 		case ok && op == opDelete:
-			err = b.Delete(key, nil)
+			if keep.Contains(kg) {
+				err = b.Delete(key, nil)
+			}
 		case ok && op == opSet:
 			var value []byte
-			if value, rest, ok = lengthPrefixed(rest); ok {
+			if value, rest, ok = lengthPrefixed(rest); ok && keep.Contains(kg) {
 				err = b.Set(key, value, nil)
 			}
 		default:

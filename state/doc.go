@@ -1,6 +1,6 @@
 // Package state is a worker's keyed state: a Pebble database that one worker
 // reads and writes, snapshots at a checkpoint barrier and restores after a
-// restart.
+// restart, at the same parallelism or another.
 //
 // # What it owns, and what not
 //
@@ -8,13 +8,32 @@
 // and rebuilds on every Open), its snapshots (changelogs and full Pebble
 // checkpoints, in files and directories the caller names) and restore (a
 // private copy of a full snapshot, opened in the working directory, with
-// the changelogs after it applied).
+// the changelogs after it applied; or, after a change of parallelism, the
+// worker's key groups gathered from the old workers' snapshots).
 //
 // It does not decide when to snapshot (the coordinator in package checkpoint
 // does, and the worker calls Checkpoint when barrier n is aligned), does not
 // record which checkpoint a snapshot belongs to, and never deletes a file it
 // handed out: the completed-checkpoint store (checkpoint/store) deletes the
-// files no retained checkpoint references.
+// files no retained checkpoint references. It does not route records or
+// compute key groups (package keygroup has the formulas, the worker applies
+// them) and does not check that a key belongs to the key group it is
+// written under: the key group is the record's, the keys are the
+// transforms'.
+//
+// # Key groups
+//
+// The state of a job is split into a fixed number of key groups, its max
+// parallelism M (Config.MaxParallelism); each worker's Store owns a
+// contiguous range of them (Config.KeyGroups, keygroup.RangeOf). Before
+// running a record through the transforms, the worker calls
+// SetKeyGroup(keygroup.Of(record key, M)); the transforms' Get, Set and
+// Delete then read and write in that key group: every Pebble key is the
+// key group (2 bytes, big-endian) followed by the transform's key, and the
+// changelogs hold these full keys. A key group's keys are therefore one
+// contiguous span of the database, which is what makes a rescale cheap.
+// Every full snapshot and changelog records M; a restore under another M is
+// refused.
 //
 // # Snapshots: chains
 //
@@ -33,6 +52,7 @@
 // # On-disk layout
 //
 //	<state.dir>/work/worker-2                  working copy, wiped by Open
+//	<state.dir>/work/worker-2.rescale          scratch of a rescaled Open
 //	<state.dir>/chk-<id>/worker-2              a full snapshot, never modified again
 //	<state.dir>/chk-<id>/worker-2.changelog    the changelog of barrier id
 //
@@ -43,12 +63,18 @@
 //
 // # Lifecycle
 //
-//  1. Open(Config{Dir, RestoreFrom, Changelogs}) wipes Dir, copies the full
-//     snapshot RestoreFrom into it (hard links for .sst files, copies for
-//     the rest), opens Pebble there and applies the changelogs in order.
-//     Nothing restored from is modified, so it can be restored again; the
-//     restored chain is the one the next Checkpoint extends.
-//  2. The worker calls Get, Set and Delete while processing records.
+//  1. Open(Config{Dir, MaxParallelism, KeyGroups, Restore}) wipes Dir and
+//     restores the sources in Restore (old workers' chains, each with the
+//     key groups it owned) into it. One source with exactly the Store's key
+//     groups (same parallelism): its full snapshot is copied into Dir (hard
+//     links for .sst files, copies for the rest), Pebble opened there and
+//     the changelogs applied in order; the restored chain is the one the
+//     next Checkpoint extends. Otherwise (a rescale, see below) the Store
+//     gathers its key groups from every source that holds some, and its
+//     next Checkpoint takes a full snapshot, the base of a chain of its
+//     own. Nothing restored from is modified, so it can be restored again.
+//  2. The worker calls SetKeyGroup, then Get, Set and Delete, for each
+//     record.
 //  3. At barrier n the worker calls Checkpoint(fullDir, changelogPath) and
 //     then, from any goroutine, the returned Pending's Wait, which returns
 //     the Chain for checkpoint.Snapshot.Files. The next Checkpoint waits for
@@ -57,11 +83,27 @@
 //     ended). The working directory is left behind and wiped by the next
 //     Open.
 //
+// # Rescaled restore
+//
+// When the parallelism changes, a worker's key groups come from one or
+// several old workers' chains (a split, a merge, or both: Flink's ranges
+// seldom align). Of the sources whose key groups meet the Store's, the one
+// with a full snapshot holding the most of them is copied into Dir by hard
+// links, and its key groups outside the Store's range dropped with range
+// deletions. Each other source's full snapshot is hard-linked into a
+// private scratch directory (Dir+".rescale", removed when Open returns),
+// opened read-only, and the Store's key groups copied out of it with a
+// bounded iterator. Every source's changelogs are then applied in order,
+// each entry only if its key group is the Store's. Key groups are disjoint
+// across sources, so within each one the result is that source's base and
+// changelogs, the last write winning, deletes honoured. A Store whose key
+// groups no source holds starts empty.
+//
 // # Concurrency
 //
-// A Store belongs to one goroutine, the worker that owns the state: Get,
-// Set, Delete, Checkpoint, Snapshot and Close must not be called
-// concurrently with each other. Only a Pending's Wait may run on another
+// A Store belongs to one goroutine, the worker that owns the state:
+// SetKeyGroup, Get, Set, Delete, Checkpoint, Snapshot and Close must not be
+// called concurrently with each other. Only a Pending's Wait may run on another
 // goroutine, alongside them. Different Stores (different working
 // directories) are independent.
 //

@@ -3,6 +3,7 @@ package state
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,8 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
+
+	"github.com/connector-dev/connector/internal/keygroup"
 )
 
 // A snapshot whose directory cannot be written fails with the I/O error,
@@ -30,7 +33,7 @@ func TestFailedSnapshotReturnsErrorAndStoreStaysUsable(t *testing.T) {
 				}
 				return nil
 			}))
-			s, err := Open(Config{Dir: filepath.Join(root, "work"), FS: fs}, testLog(t))
+			s, err := Open(Config{Dir: filepath.Join(root, "work"), KeyGroups: solo, FS: fs}, testLog(t))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -73,8 +76,37 @@ func TestRestoreFailsWhenCheckpointCannotBeRead(t *testing.T) {
 		}
 		return nil
 	}))
-	_, err := Open(Config{Dir: filepath.Join(root, "work2"), RestoreFrom: chk, FS: fs}, testLog(t))
+	_, err := Open(Config{Dir: filepath.Join(root, "work2"), KeyGroups: solo, Restore: whole(Chain{Base: chk}), FS: fs}, testLog(t))
 	if !errors.Is(err, errorfs.ErrInjected) || !strings.Contains(err.Error(), "restore "+chk) {
 		t.Fatalf("Open from an unreadable checkpoint = %v, want the injected error with context", err)
+	}
+}
+
+// A rescaled restore that cannot read a source fails with the source and
+// key groups named, and leaves no scratch copy behind.
+func TestRescaledRestoreFailsWhenASourceCannotBeRead(t *testing.T) {
+	e := &rescaleEnv{t: t, root: t.TempDir(), max: 128, rng: rand.New(rand.NewPCG(9, 10)), saved: map[string]string{}}
+	stores := e.open(2, nil)
+	e.write(stores, 600)
+	chains := e.checkpoint(stores, 1)
+	closeAll(t, stores)
+	// Worker 1 of 3 owns [43,86): 22 key groups of worker 1 of 2, copied
+	// into its working dir, and 21 of worker 0, read from a private copy.
+	bad := chains[0].Base
+	fs := errorfs.Wrap(vfs.Default, errorfs.InjectorFunc(func(op errorfs.Op) error {
+		if op.Kind == errorfs.OpFileRead && strings.HasPrefix(op.Path, bad) {
+			return errorfs.ErrInjected
+		}
+		return nil
+	}))
+	dir := filepath.Join(e.root, "restore")
+	_, err := Open(Config{Dir: dir, KeyGroups: keygroup.RangeOf(128, 3, 1), FS: fs, Restore: []Restore{
+		{Chain: chains[0], KeyGroups: keygroup.RangeOf(128, 2, 0)}, {Chain: chains[1], KeyGroups: keygroup.RangeOf(128, 2, 1)},
+	}}, testLog(t))
+	if !errors.Is(err, errorfs.ErrInjected) || !strings.Contains(err.Error(), "copy key groups [43,64) from "+bad) {
+		t.Fatalf("Open = %v, want the injected error naming the source and its key groups", err)
+	}
+	if _, err := os.Stat(dir + ".rescale"); !os.IsNotExist(err) {
+		t.Fatalf("scratch dir left behind: %v", err)
 	}
 }

@@ -6,19 +6,29 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/cockroachdb/pebble/v2"
 	"github.com/rs/zerolog"
+
+	"github.com/connector-dev/connector/internal/keygroup"
 )
+
+// solo is the key groups of every test's Store that is not about key
+// groups: key group 0 alone, set from the start.
+var solo = keygroup.Range{Start: 0, End: 1}
+
+// whole restores c, written by a Store that owned solo.
+func whole(c Chain) []Restore { return []Restore{{Chain: c, KeyGroups: solo}} }
 
 // testLog writes warnings and errors to the test log.
 func testLog(t testing.TB) zerolog.Logger {
 	return zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
 }
 
-// openT opens a Store in root/work restored from restoreFrom, and closes it
-// when the test ends.
+// openT opens a Store of solo in root/work restored from the full snapshot
+// restoreFrom (if not ""), and closes it when the test ends.
 func openT(t testing.TB, root, restoreFrom string) *Store {
 	t.Helper()
-	s, err := Open(Config{Dir: filepath.Join(root, "work"), RestoreFrom: restoreFrom}, testLog(t))
+	s, err := Open(Config{Dir: filepath.Join(root, "work"), KeyGroups: solo, Restore: whole(Chain{Base: restoreFrom})}, testLog(t))
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
@@ -26,9 +36,13 @@ func openT(t testing.TB, root, restoreFrom string) *Store {
 	return s
 }
 
-// openCfg opens a Store with cfg and closes it when the test ends.
+// openCfg opens a Store with cfg, of solo if cfg.KeyGroups is empty, and
+// closes it when the test ends.
 func openCfg(t testing.TB, cfg Config) *Store {
 	t.Helper()
+	if cfg.KeyGroups.Empty() {
+		cfg.KeyGroups = solo
+	}
 	s, err := Open(cfg, testLog(t))
 	if err != nil {
 		t.Fatalf("Open(%+v): %v", cfg, err)
@@ -60,17 +74,44 @@ func snapshot(t testing.TB, s *Store, dir string) Handle {
 	return h
 }
 
-// contents reads every key and value in the store.
+// contents reads every key and value in the store, keys without their key
+// group. It fails the test on a key outside the store's key groups, or a
+// key in two key groups.
 func contents(t testing.TB, s *Store) map[string]string {
 	t.Helper()
-	it, err := s.db.NewIter(nil)
+	m := make(map[string]string)
+	for kg, kv := range grouped(t, s) {
+		if !s.keyGroups.Contains(kg) {
+			t.Fatalf("the store of %s holds keys of key group %d: %v", s.keyGroups, kg, kv)
+		}
+		for k, v := range kv {
+			if _, dup := m[k]; dup {
+				t.Fatalf("key %q is in two key groups", k)
+			}
+			m[k] = v
+		}
+	}
+	return m
+}
+
+// grouped reads every key and value of the store by key group.
+func grouped(t testing.TB, s *Store) map[int]map[string]string {
+	t.Helper()
+	it, err := s.db.NewIter(&pebble.IterOptions{UpperBound: kgKey(keygroup.MaxLimit)})
 	if err != nil {
 		t.Fatalf("NewIter: %v", err)
 	}
 	defer it.Close()
-	m := make(map[string]string)
+	m := make(map[int]map[string]string)
 	for it.First(); it.Valid(); it.Next() {
-		m[string(it.Key())] = string(it.Value())
+		kg, ok := kgOf(it.Key())
+		if !ok {
+			t.Fatalf("key %q has no key group", it.Key())
+		}
+		if m[kg] == nil {
+			m[kg] = map[string]string{}
+		}
+		m[kg][string(it.Key()[kgLen:])] = string(it.Value())
 	}
 	if err := it.Error(); err != nil {
 		t.Fatalf("iterate: %v", err)

@@ -13,8 +13,8 @@ import (
 // Chain is an incremental snapshot: a full snapshot (a directory written by
 // Snapshot, or "" for empty state) and the changelogs written after it,
 // oldest first. Opening Base and applying the changelogs in order gives the
-// state at the snapshot's barrier: Open(Config{RestoreFrom: Base,
-// Changelogs: Changelogs}).
+// state at the snapshot's barrier: Open with a Config.Restore source that
+// names the chain and the key groups of the Store that wrote it.
 type Chain struct {
 	Base       string
 	BaseFiles  []string // the names of the files in Base, sorted
@@ -72,6 +72,7 @@ func (c *chain) add(l changelog) {
 type Pending struct {
 	fs     vfs.FS
 	path   string
+	maxPar int
 	frozen *delta // nil: nothing to write (a full snapshot, or no write)
 	seq    uint64
 	chain  Chain // without this barrier's changelog
@@ -90,7 +91,7 @@ func (p *Pending) Wait() (Chain, error) {
 	if p.frozen == nil {
 		return c, nil
 	}
-	if p.size, p.err = writeChangelog(p.fs, p.path, p.frozen); p.err != nil {
+	if p.size, p.err = writeChangelog(p.fs, p.path, p.maxPar, p.frozen); p.err != nil {
 		return Chain{}, p.err
 	}
 	c.Changelogs = append(slices.Clip(c.Changelogs), p.path)
@@ -137,7 +138,7 @@ func (s *Store) Checkpoint(fullDir, changelogPath string) (*Pending, error) {
 	}
 	s.settle()
 	s.seq++
-	p := &Pending{fs: s.fs, path: changelogPath, seq: s.seq, done: make(chan struct{})}
+	p := &Pending{fs: s.fs, path: changelogPath, maxPar: s.maxPar, seq: s.seq, done: make(chan struct{})}
 	if s.delta == nil {
 		h, err := s.Snapshot(fullDir)
 		if err != nil {

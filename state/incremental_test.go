@@ -39,7 +39,7 @@ func changelogPath(root string, n int) string {
 // openChain restores c into a fresh working directory under root.
 func openChain(t testing.TB, root string, c Chain) *Store {
 	t.Helper()
-	return openCfg(t, Config{Dir: filepath.Join(root, fmt.Sprintf("restore-%d", rand.Int())), RestoreFrom: c.Base, Changelogs: c.Changelogs})
+	return openCfg(t, Config{Dir: filepath.Join(root, fmt.Sprintf("restore-%d", rand.Int())), Restore: whole(c)})
 }
 
 // Random sets and deletes over 40 barriers, with a FullSnapshotAfter small
@@ -216,7 +216,7 @@ func holdFS(dir string) (fs vfs.FS, held chan struct{}, release chan struct{}) {
 func TestFuzzyFullSnapshotRestoresExactly(t *testing.T) {
 	root := t.TempDir()
 	fs, held, release := holdFS(fullDir(root, 3))
-	// Changelogs 1 and 2 make 52 bytes: barrier 3 starts a full snapshot.
+	// Changelogs 1 and 2 make 60 bytes: barrier 3 starts a full snapshot.
 	s := openCfg(t, Config{Dir: filepath.Join(root, "work"), FS: fs, FullSnapshotAfter: 40})
 	set(t, s, "a", "1")
 	set(t, s, "b", "1")
@@ -283,7 +283,7 @@ func TestFailedFullSnapshotIsRetried(t *testing.T) {
 func TestUnusedFullSnapshotsAreRemoved(t *testing.T) {
 	root := t.TempDir()
 	// 64 bytes: a 70-byte value outgrows the delta; a 45-byte one makes a
-	// 67-byte changelog, enough to start a background full snapshot.
+	// 71-byte changelog, enough to start a background full snapshot.
 	s := openCfg(t, Config{Dir: filepath.Join(root, "work"), FullSnapshotAfter: 64})
 	set(t, s, "a", "1")
 	checkpointT(t, s, root, 1)
@@ -320,7 +320,7 @@ func TestAdoptedFullSnapshotReplacedAfterAFailureIsRemoved(t *testing.T) {
 	root := t.TempDir()
 	fs := failMkdir(fullDir(root, 3))
 	s := openCfg(t, Config{Dir: filepath.Join(root, "work"), FS: fs, FullSnapshotAfter: 64})
-	set(t, s, "a", strings.Repeat("z", 45)) // a 67-byte changelog
+	set(t, s, "a", strings.Repeat("z", 45)) // a 71-byte changelog
 	checkpointT(t, s, root, 1)
 	set(t, s, "b", "2")
 	checkpointT(t, s, root, 2) // starts a background full snapshot into chk-2

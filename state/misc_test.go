@@ -51,7 +51,7 @@ func devOf(t *testing.T, dir string) vfs.DeviceID {
 // (WAL off) restores them, and its chain goes on from there.
 func TestSnapshotWithWALFromAnEarlierVersionRestores(t *testing.T) {
 	root := t.TempDir()
-	s, err := open(Config{Dir: filepath.Join(root, "work")}, testLog(t), true)
+	s, err := open(Config{Dir: filepath.Join(root, "work"), KeyGroups: solo}, testLog(t), true)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,8 +3,10 @@ package state
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
+	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
@@ -69,4 +71,92 @@ func listSizes(fs vfs.FS, dir string) (names []string, bytes int64, err error) {
 		bytes += fi.Size()
 	}
 	return names, bytes, nil
+}
+
+// restorePlan is what Open restores: the sources whose key groups meet the
+// Store's, and the one whose full snapshot is copied into the working
+// directory.
+type restorePlan struct {
+	srcs []Restore // Config.Restore's sources that hold some of Config.KeyGroups
+	// primary indexes srcs: the source with a full snapshot that holds
+	// the most of Config.KeyGroups, copied (hard-linked) into Dir rather
+	// than read key by key. -1: none has a full snapshot.
+	primary int
+	// same: one source, which owned exactly Config.KeyGroups. Its chain
+	// is restored as is, and extended.
+	same bool
+}
+
+func planRestore(cfg Config) restorePlan {
+	p := restorePlan{primary: -1}
+	for _, r := range cfg.Restore {
+		if !r.KeyGroups.Intersect(cfg.KeyGroups).Empty() {
+			p.srcs = append(p.srcs, r)
+		}
+	}
+	p.same = len(p.srcs) == 1 && p.srcs[0].KeyGroups == cfg.KeyGroups
+	most := 0
+	for i, r := range p.srcs {
+		if n := r.KeyGroups.Intersect(cfg.KeyGroups).Len(); r.Chain.Base != "" && n > most {
+			p.primary, most = i, n
+		}
+	}
+	return p
+}
+
+// base is the full snapshot to copy into the working directory, or "".
+func (p restorePlan) base() string {
+	if p.primary < 0 {
+		return ""
+	}
+	return p.srcs[p.primary].Chain.Base
+}
+
+// rescaled reports whether the Store's key groups are restored from other
+// ranges than its own (see rescale).
+func (p restorePlan) rescaled() bool { return len(p.srcs) > 0 && !p.same }
+
+// restore fills the database, opened on a copy of plan.base(), from the
+// sources, and records the max parallelism in it (markerKey).
+func (s *Store) restore(cfg Config, plan restorePlan) error {
+	if base := plan.base(); base != "" {
+		if err := checkMarker(s.db, base, s.maxPar); err != nil {
+			return err
+		}
+	}
+	var err error
+	switch {
+	case plan.same:
+		err = s.restoreChain(plan.srcs[0].Chain)
+	case plan.rescaled():
+		err = s.rescale(cfg, plan)
+	}
+	if err != nil {
+		return err
+	}
+	if err := s.db.Set(markerKey, []byte(strconv.Itoa(s.maxPar)), pebble.NoSync); err != nil {
+		return fmt.Errorf("record the max parallelism: %w", err)
+	}
+	return nil
+}
+
+// restoreChain applies c's changelogs to its base, copied into the working
+// directory, and makes c the chain the next Checkpoint extends: the files
+// it consists of stay referenced.
+func (s *Store) restoreChain(c Chain) error {
+	s.chain = chain{base: c.Base, named: true}
+	if c.Base != "" {
+		var err error
+		if s.chain.baseFiles, s.chain.baseBytes, err = listSizes(s.fs, c.Base); err != nil {
+			return err
+		}
+	}
+	for _, path := range c.Changelogs {
+		size, err := applyChangelog(s.fs, path, s.db, s.maxPar, s.keyGroups)
+		if err != nil {
+			return err
+		}
+		s.chain.add(changelog{path: path, size: size})
+	}
+	return nil
 }

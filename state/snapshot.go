@@ -10,8 +10,8 @@ import (
 
 // Handle describes a snapshot: where it is and what it cost.
 type Handle struct {
-	// Dir is the snapshot directory, as passed to Snapshot. Restore it with
-	// Open(Config{RestoreFrom: Dir}).
+	// Dir is the snapshot directory, as passed to Snapshot. Restore it as
+	// the Base of a Chain (Config.Restore).
 	Dir string
 	// Files are the names of the files in Dir, sorted. The runtime records
 	// them (joined to Dir, relative to the state root) in the checkpoint's

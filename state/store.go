@@ -3,51 +3,24 @@ package state
 import (
 	"errors"
 	"fmt"
-	"path/filepath"
-	"strings"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/rs/zerolog"
+
+	"github.com/connector-dev/connector/internal/keygroup"
 )
 
 // ErrClosed is returned by every method of a Store after Close.
 var ErrClosed = errors.New("state: store is closed")
 
-// Config says where a Store keeps its working copy and what it starts from.
-type Config struct {
-	// Dir is the worker's working directory, for example
-	// <state.dir>/work/worker-2. Open deletes everything in it.
-	Dir string
-	// RestoreFrom is a directory written by Snapshot (a Chain's Base), or ""
-	// to start with empty state. It is only read, never modified, and must
-	// not lie inside Dir.
-	RestoreFrom string
-	// Changelogs are applied after RestoreFrom, in order: a Chain's
-	// Changelogs. Only read.
-	Changelogs []string
-	// FullSnapshotAfter is how many bytes of changelogs Checkpoint lets
-	// pile up after the last full snapshot before it takes the next one in
-	// the background (see Checkpoint). It bounds the work of a restore to
-	// about twice that (the changelogs written while the next full snapshot
-	// is taken). 0 means DefaultFullSnapshotAfter.
-	FullSnapshotAfter int64
-	// FS is the filesystem for Dir, RestoreFrom and snapshot directories;
-	// nil means vfs.Default.
-	FS vfs.FS
-}
-
-// DefaultFullSnapshotAfter is Config.FullSnapshotAfter's default: a restore
-// applies a few seconds' worth of changelogs at most.
-const DefaultFullSnapshotAfter = 64 << 20
-
 // cacheSize is each Store's block cache: enough for the index, filter and
 // hot data blocks of a few million small keys.
 const cacheSize = 64 << 20
 
-// Store is one worker's keyed state, backed by a Pebble database in
-// Config.Dir.
+// Store is one worker's keyed state, the key groups Config.KeyGroups,
+// backed by a Pebble database in Config.Dir.
 //
 // A Store is not safe for concurrent use: one goroutine (the worker) calls
 // all of its methods. The caller MUST call Close when done with it.
@@ -61,6 +34,12 @@ type Store struct {
 	// restored checkpoint) held, to count the files a snapshot shares.
 	shared map[string]struct{}
 
+	// Key groups (keys.go).
+	keyGroups keygroup.Range
+	maxPar    int
+	key       []byte // scratch: the current key group, then the key of the call
+	kgErr     error  // nil once SetKeyGroup set a key group in range
+
 	// Incremental snapshots (incremental.go).
 	fullAfter int64
 	delta     *delta // writes since the last barrier; nil: outgrew fullAfter
@@ -71,8 +50,8 @@ type Store struct {
 	bg        *background // a full snapshot on its own goroutine, until adopted
 }
 
-// Open wipes cfg.Dir, restores cfg.RestoreFrom into it if set, and opens the
-// state database there. See the package documentation for the lifecycle.
+// Open wipes cfg.Dir, restores cfg.Restore into it, and opens the state
+// database there. See the package documentation for the lifecycle.
 func Open(cfg Config, log zerolog.Logger) (*Store, error) {
 	return open(cfg, log, false)
 }
@@ -86,24 +65,25 @@ func Open(cfg Config, log zerolog.Logger) (*Store, error) {
 // 1M keys (bench/profile --dedup u), turning it off made the job 5% faster
 // with checkpoint max 77 ms instead of 119 ms.
 func open(cfg Config, log zerolog.Logger, wal bool) (*Store, error) {
-	if cfg.FS == nil {
-		cfg.FS = vfs.Default
-	}
+	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
 	log = log.With().Str("component", "state").Str("dir", cfg.Dir).Logger()
-	if err := cfg.FS.RemoveAll(cfg.Dir); err != nil {
-		return nil, fmt.Errorf("wipe state dir %s: %w", cfg.Dir, err)
+	for _, dir := range []string{cfg.Dir, cfg.scratchDir()} {
+		if err := cfg.FS.RemoveAll(dir); err != nil {
+			return nil, fmt.Errorf("wipe state dir %s: %w", dir, err)
+		}
 	}
 	if err := cfg.FS.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create state dir %s: %w", cfg.Dir, err)
 	}
+	plan := planRestore(cfg)
 	var shared map[string]struct{}
-	if cfg.RestoreFrom != "" {
+	if base := plan.base(); base != "" {
 		var err error
-		if shared, err = copyCheckpoint(cfg.FS, cfg.RestoreFrom, cfg.Dir); err != nil {
-			return nil, fmt.Errorf("restore %s into %s: %w", cfg.RestoreFrom, cfg.Dir, err)
+		if shared, err = copyCheckpoint(cfg.FS, base, cfg.Dir); err != nil {
+			return nil, fmt.Errorf("restore %s into %s: %w", base, cfg.Dir, err)
 		}
 	}
 	cache := pebble.NewCache(cacheSize)
@@ -125,61 +105,31 @@ func open(cfg Config, log zerolog.Logger, wal bool) (*Store, error) {
 		return nil, fmt.Errorf("open state %s: %w", cfg.Dir, err)
 	}
 	s := &Store{db: db, fs: cfg.FS, dir: cfg.Dir, log: log, wal: wal, shared: shared,
+		keyGroups: cfg.KeyGroups, maxPar: cfg.MaxParallelism, key: make([]byte, kgLen, 64), kgErr: errNoKeyGroup,
 		fullAfter: cfg.FullSnapshotAfter, delta: newDelta(nil)}
-	if s.fullAfter <= 0 {
-		s.fullAfter = DefaultFullSnapshotAfter
+	if cfg.KeyGroups.Len() == 1 {
+		_ = s.SetKeyGroup(cfg.KeyGroups.Start)
 	}
-	if err := s.restoreChain(cfg); err != nil {
+	if err := s.restore(cfg, plan); err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("restore state: %w", err)
 	}
-	log.Debug().Str("restored_from", cfg.RestoreFrom).Int("changelogs", len(cfg.Changelogs)).Msg("state opened")
+	log.Debug().Stringer("key_groups", cfg.KeyGroups).Int("sources", len(plan.srcs)).
+		Bool("rescaled", plan.rescaled()).Str("base", plan.base()).Msg("state opened")
 	return s, nil
 }
 
-// restoreChain applies cfg.Changelogs and makes the restored chain the one
-// the next Checkpoint extends: the files it consists of stay referenced.
-func (s *Store) restoreChain(cfg Config) error {
-	s.chain = chain{base: cfg.RestoreFrom, named: true}
-	if cfg.RestoreFrom != "" {
-		var err error
-		if s.chain.baseFiles, s.chain.baseBytes, err = listSizes(s.fs, cfg.RestoreFrom); err != nil {
-			return err
-		}
-	}
-	for _, path := range cfg.Changelogs {
-		size, err := applyChangelog(s.fs, path, s.db)
-		if err != nil {
-			return err
-		}
-		s.chain.add(changelog{path: path, size: size})
-	}
-	return nil
-}
-
-func (c Config) validate() error {
-	if c.Dir == "" {
-		return errors.New("state: Config.Dir is empty")
-	}
-	dir := filepath.Clean(c.Dir)
-	for _, p := range append([]string{c.RestoreFrom}, c.Changelogs...) {
-		if p == "" {
-			continue
-		}
-		if from := filepath.Clean(p); from == dir || strings.HasPrefix(from, dir+string(filepath.Separator)) {
-			return fmt.Errorf("state: %s to restore lies inside Dir %s, which Open wipes", p, c.Dir)
-		}
-	}
-	return nil
-}
-
-// Get returns a copy of the value stored under key, which the caller owns.
-// ok is false if the key has no value.
+// Get returns a copy of the value stored under key in the current key group
+// (see SetKeyGroup), which the caller owns. ok is false if the key has no
+// value.
 func (s *Store) Get(key []byte) (value []byte, ok bool, err error) {
 	if s.db == nil {
 		return nil, false, ErrClosed
 	}
-	v, closer, err := s.db.Get(key)
+	if s.kgErr != nil {
+		return nil, false, s.kgErr
+	}
+	v, closer, err := s.db.Get(s.pebbleKey(key))
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil, false, nil
 	}
@@ -193,34 +143,44 @@ func (s *Store) Get(key []byte) (value []byte, ok bool, err error) {
 	return value, true, nil
 }
 
-// Set stores value under key. Both are copied; the caller may reuse them as
-// soon as Set returns. The write is not synced: it is durable only once a
-// checkpoint includes it (its changelog, or a full snapshot).
+// Set stores value under key in the current key group. Both are copied;
+// the caller may reuse them as soon as Set returns. The write is not
+// synced: it is durable only once a checkpoint includes it (its changelog,
+// or a full snapshot).
 func (s *Store) Set(key, value []byte) error {
 	if s.db == nil {
 		return ErrClosed
 	}
-	if err := s.db.Set(key, value, pebble.NoSync); err != nil {
+	if s.kgErr != nil {
+		return s.kgErr
+	}
+	k := s.pebbleKey(key)
+	if err := s.db.Set(k, value, pebble.NoSync); err != nil {
 		return fmt.Errorf("set state key %q: %w", key, err)
 	}
 	if s.delta != nil {
-		s.delta.set(key, value)
+		s.delta.set(k, value)
 		s.checkDeltaSize()
 	}
 	return nil
 }
 
-// Delete removes key's value; deleting a missing key is not an error. The
-// caller may reuse key as soon as Delete returns.
+// Delete removes key's value from the current key group; deleting a
+// missing key is not an error. The caller may reuse key as soon as Delete
+// returns.
 func (s *Store) Delete(key []byte) error {
 	if s.db == nil {
 		return ErrClosed
 	}
-	if err := s.db.Delete(key, pebble.NoSync); err != nil {
+	if s.kgErr != nil {
+		return s.kgErr
+	}
+	k := s.pebbleKey(key)
+	if err := s.db.Delete(k, pebble.NoSync); err != nil {
 		return fmt.Errorf("delete state key %q: %w", key, err)
 	}
 	if s.delta != nil {
-		s.delta.del(key)
+		s.delta.del(k)
 		s.checkDeltaSize()
 	}
 	return nil

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/rs/zerolog"
+
+	"github.com/connector-dev/connector/internal/keygroup"
 )
 
 func TestSetGetDeleteRoundTrip(t *testing.T) {
@@ -100,13 +102,31 @@ func TestOpenRejectsBadConfig(t *testing.T) {
 		want string
 	}{
 		{Config{}, "Config.Dir is empty"},
-		{Config{Dir: work, RestoreFrom: work}, "lies inside Dir"},
-		{Config{Dir: work, RestoreFrom: filepath.Join(work, "chk")}, "lies inside Dir"},
-		{Config{Dir: work, RestoreFrom: filepath.Join(root, "missing")}, "list checkpoint"},
+		{Config{Dir: work}, "Config.KeyGroups [] is not a non-empty range within [0,128)"},
+		{Config{Dir: work, KeyGroups: keygroup.Range{Start: 120, End: 129}}, "Config.KeyGroups [120,129) is not a non-empty range within [0,128)"},
+		{Config{Dir: work, KeyGroups: solo, MaxParallelism: 40000}, "Config.MaxParallelism: keygroup: max parallelism 40000 is not in 1..32768"},
+		{Config{Dir: work, KeyGroups: solo, Restore: whole(Chain{Base: work})}, "lies inside " + work + ","},
+		{Config{Dir: work, KeyGroups: solo, Restore: whole(Chain{Base: filepath.Join(work, "chk")})}, "lies inside " + work + ","},
+		{Config{Dir: work, KeyGroups: solo, Restore: whole(Chain{Changelogs: []string{filepath.Join(work+".rescale", "1")}})}, "lies inside " + work + ".rescale,"},
+		{Config{Dir: work, KeyGroups: solo, Restore: []Restore{{}}}, "Config.Restore[0].KeyGroups [] is not a non-empty range"},
+		{Config{Dir: work, KeyGroups: solo, Restore: []Restore{{KeyGroups: keygroup.Range{Start: 0, End: 10}}, {KeyGroups: keygroup.Range{Start: 5, End: 20}}}},
+			"Config.Restore[1].KeyGroups [5,20) overlaps Config.Restore[0].KeyGroups [0,10)"},
+		{Config{Dir: work, KeyGroups: solo, Restore: whole(Chain{Base: filepath.Join(root, "missing")})}, "list checkpoint"},
 	} {
 		_, err := Open(tc.cfg, zerolog.Nop())
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Open(%+v) = %v, want error containing %q", tc.cfg, err, tc.want)
+		}
+	}
+}
+
+// Validation reports every problem at once.
+func TestOpenNamesEveryConfigProblem(t *testing.T) {
+	cfg := Config{Dir: t.TempDir(), MaxParallelism: -1, Restore: []Restore{{KeyGroups: keygroup.Range{Start: 3, End: 1}}}}
+	_, err := Open(cfg, zerolog.Nop())
+	for _, want := range []string{"Config.MaxParallelism", "Config.KeyGroups", "Config.Restore[0].KeyGroups"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Open(%+v) = %v, want an error naming %s", cfg, err, want)
 		}
 	}
 }
@@ -121,7 +141,7 @@ func TestOpenRejectsEmptyOrNestedCheckpoint(t *testing.T) {
 		}
 	}
 	for from, want := range map[string]string{empty: "is empty", nested: "unexpected directory"} {
-		_, err := Open(Config{Dir: filepath.Join(root, "work"), RestoreFrom: from}, zerolog.Nop())
+		_, err := Open(Config{Dir: filepath.Join(root, "work"), KeyGroups: solo, Restore: whole(Chain{Base: from})}, zerolog.Nop())
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("restore from %s = %v, want error containing %q", from, err, want)
 		}

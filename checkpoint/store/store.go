@@ -52,12 +52,13 @@ func Open(fs vfs.FS, dir, stateRoot string, retained int, logger zerolog.Logger)
 		retained:  retained,
 		log:       logger.With().Str("component", "checkpoint-store").Str("dir", dir).Logger(),
 	}
-	if err := fs.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("open checkpoint store: create %s: %w", dir, err)
-	}
-	// Make dir's own entry durable in case MkdirAll just created it.
-	if err := fsutil.SyncDir(fs, fs.PathDir(dir)); err != nil {
-		return nil, fmt.Errorf("open checkpoint store: %w", err)
+	// Both directories, and their entries up to the root, durable: the
+	// state files' directories are created below the state root, which a
+	// crash must not take away with them.
+	for _, d := range []string{dir, stateRoot} {
+		if err := fsutil.MkdirAll(fs, d); err != nil {
+			return nil, fmt.Errorf("open checkpoint store: %w", err)
+		}
 	}
 	lock, err := fs.Lock(fs.PathJoin(dir, lockName))
 	if err != nil {

@@ -24,3 +24,23 @@ func SyncDir(fs vfs.FS, dir string) error {
 	}
 	return nil
 }
+
+// MkdirAll creates dir and its missing parents and makes every entry it
+// may have created durable: it fsyncs each ancestor of dir up to the root
+// (a directory created and never synced in its parent may vanish in a
+// crash, with everything in it).
+func MkdirAll(fs vfs.FS, dir string) error {
+	if err := fs.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+	for {
+		parent := fs.PathDir(dir)
+		if parent == dir {
+			return nil
+		}
+		if err := SyncDir(fs, parent); err != nil {
+			return err
+		}
+		dir = parent
+	}
+}

@@ -119,10 +119,7 @@ func New(cfg Config, fs vfs.FS, log zerolog.Logger) (*File, error) {
 	if err := cfg.fill(); err != nil {
 		return nil, err
 	}
-	if err := fs.MkdirAll(cfg.Path, 0o755); err != nil {
-		return nil, fmt.Errorf("file sink: create %s: %w", cfg.Path, err)
-	}
-	if err := syncAncestors(fs, cfg.Path); err != nil {
+	if err := fsutil.MkdirAll(fs, cfg.Path); err != nil {
 		return nil, fmt.Errorf("file sink: %w", err)
 	}
 	return &File{
@@ -283,21 +280,6 @@ func (s *File) Recover(ctx context.Context, restored []sink.Committable) error {
 
 // Close releases nothing the File holds; writers are closed on their own.
 func (s *File) Close() error { return nil }
-
-// syncAncestors makes the directory's entry durable in its parent, and the
-// parent's in its own, up to the root: MkdirAll may have created all of them.
-func syncAncestors(fs vfs.FS, dir string) error {
-	for {
-		parent := fs.PathDir(dir)
-		if parent == dir {
-			return nil
-		}
-		if err := fsutil.SyncDir(fs, parent); err != nil {
-			return err
-		}
-		dir = parent
-	}
-}
 
 // sameContent reports whether two files hold the same bytes.
 func sameContent(fs vfs.FS, a, b string) (bool, error) {
