@@ -17,8 +17,8 @@ type Record struct {
 	// KeyGroup is the key group the runtime put the record in (package
 	// pipeline, by its key): which slice of keyed state it reads and
 	// writes, and which worker handles it. Sources leave it zero.
-	KeyGroup uint16
-	Offset   int64
+	KeyGroup  uint16
+	Offset    int64
 	Timestamp time.Time
 	Key       []byte
 	Value     []byte
