@@ -26,7 +26,6 @@ type driver struct {
 	writers   []sink.Writer
 	workers   []*worker
 	offsets   *offsetCommitter
-	states    *stateFiles
 	events    chan checkpoint.Event
 	metrics   *jobMetrics
 	log       zerolog.Logger
@@ -139,7 +138,8 @@ func (d *driver) perform(ctx context.Context, a checkpoint.Action) checkpoint.Ev
 		d.abort(a)
 	case checkpoint.Discard:
 		// Not yet: a state file acknowledged for a checkpoint that never
-		// completes may start the next checkpoint's chain (see stateFiles).
+		// completes may start the next checkpoint's chain (see package
+		// state, "Snapshots: chains").
 		// discard deletes it once a later checkpoint completed without it.
 		d.discards = append(d.discards, a)
 	case checkpoint.FailJob:
@@ -185,7 +185,6 @@ func (d *driver) complete(ctx context.Context, a checkpoint.NotifyComplete) {
 		w.Committed(a.ID)
 	}
 	d.offsets.submit(r.positions)
-	d.states.removeEmptyDirs(a.ID)
 	now := time.Now()
 	took := now.Sub(a.Timestamp)
 	d.metrics.checkpointsDone.Inc()

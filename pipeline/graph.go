@@ -41,7 +41,7 @@ func (a *attempt) build(r *restoredJob) (*graph, error) {
 		}
 		g.emitters = append(g.emitters, newEmitter(task{sourceTask, i}, g.chans[i], g.events, j.metrics, cfg.Pipeline.MaxParallelism))
 	}
-	coord, err := checkpoint.NewCoordinator(coordinatorSettings(cfg.Checkpoint, j.rand), taskIDs(p), r.md, max(r.store.MaxID(), r.states.maxID()))
+	coord, err := checkpoint.NewCoordinator(coordinatorSettings(cfg.Checkpoint, j.rand), taskIDs(p), r.md, r.store.MaxID())
 	if err != nil {
 		return nil, fmt.Errorf("%w: coordinator: %w", errPermanent, err)
 	}
@@ -60,7 +60,7 @@ func (a *attempt) build(r *restoredJob) (*graph, error) {
 	g.driver = &driver{
 		coord: coord, store: r.store, readers: g.readers, sink: r.sink, writers: writers, workers: g.workers,
 		offsets: newOffsetCommitter(r.source, j.metrics, log),
-		states:  r.states, events: g.events, metrics: j.metrics, log: log,
+		events:  g.events, metrics: j.metrics, log: log,
 		persisted: map[checkpoint.ID]persisted{},
 		onCommit: func(md checkpoint.Metadata, rs restored) {
 			a.progress = true

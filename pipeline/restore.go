@@ -75,7 +75,7 @@ func (a *attempt) loadCheckpoint() (*restoredJob, error) {
 		return nil, fmt.Errorf("%w: %w", errPermanent, err)
 	}
 	r := &restoredJob{restored: rs, md: md, store: st, specs: transform.Specs(cfg.Pipeline.Transforms),
-		states: &stateFiles{fs: j.fs, root: cfg.State.Dir, log: log}}
+		states: &stateFiles{root: cfg.State.Dir}}
 	r.stateful = transform.Stateful(r.specs)
 	if r.stateful && rs.legacyState {
 		return nil, fmt.Errorf("%w: checkpoint %d was written by a version of the connector before key groups, whose keyed state this version cannot place; restore it with that version, or start this job afresh (a new checkpoint.dir and state.dir; the source then resumes from the group's committed offsets)",
@@ -113,8 +113,10 @@ func (a *attempt) recoverSink(ctx context.Context, r *restoredJob) error {
 // each worker's keyed state.
 func (a *attempt) restoreState(r *restoredJob) error {
 	cfg, log := a.j.cfg, a.j.log
-	if keep, err := r.store.Referenced(); err == nil {
-		r.states.keepOnly(keep)
+	if deleted, err := r.store.CleanStateRoot(); err != nil {
+		log.Warn().Err(err).Msg("cannot delete state files no checkpoint references; they stay until the next start")
+	} else if len(deleted) > 0 {
+		log.Info().Int("files", len(deleted)).Msg("deleted state files no checkpoint references")
 	}
 	r.stores = make([]*state.Store, cfg.Pipeline.Parallelism)
 	if !r.stateful {
@@ -123,8 +125,8 @@ func (a *attempt) restoreState(r *restoredJob) error {
 	m, p := cfg.Pipeline.MaxParallelism, cfg.Pipeline.Parallelism
 	for w := range r.stores {
 		kg := keygroup.RangeOf(m, p, w)
-		sc := state.Config{Dir: r.states.workDir(w), MaxParallelism: m, KeyGroups: kg,
-			FullSnapshotAfter: int64(cfg.State.FullSnapshotAfter), FS: a.j.fs}
+		sc := state.Config{Dir: r.states.abs(store.WorkDir(w)), MaxParallelism: m, KeyGroups: kg,
+			FullSnapshotAfter: int64(cfg.State.FullSnapshotAfter), FS: a.j.fs, Release: r.store.Release}
 		var from []string
 		for _, c := range r.state {
 			if c.keyGroups.Intersect(kg).Empty() {

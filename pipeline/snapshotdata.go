@@ -3,9 +3,7 @@ package pipeline
 import (
 	"encoding/json"
 	"fmt"
-	"path"
 	"slices"
-	"strconv"
 
 	"github.com/connector-dev/connector/checkpoint"
 	"github.com/connector-dev/connector/internal/keygroup"
@@ -38,13 +36,6 @@ func decodeWorkerData(b []byte) (workerData, error) {
 		return d, fmt.Errorf("decode worker snapshot: %w", err)
 	}
 	return d, nil
-}
-
-// snapshotDir is where worker w puts a full snapshot of its state taken at
-// checkpoint id, relative to the state root; snapshotDir + ".changelog" is
-// where it puts the changelog of id.
-func snapshotDir(id checkpoint.ID, w int) string {
-	return path.Join(id.Name(), "worker-"+strconv.Itoa(w))
 }
 
 // stateChain is a worker's keyed state in a checkpoint, paths relative to

@@ -11,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/connector-dev/connector/checkpoint"
+	"github.com/connector-dev/connector/checkpoint/store"
 	"github.com/connector-dev/connector/internal/crashpoint"
 	"github.com/connector-dev/connector/record"
 	"github.com/connector-dev/connector/sink"
@@ -283,8 +284,8 @@ func (w *worker) takeSnapshot(ctx context.Context, id checkpoint.ID) (finish fun
 	}
 	var pending *state.Pending
 	if w.state != nil {
-		full := w.states.abs(snapshotDir(id, w.index))
-		if pending, err = w.state.Checkpoint(full, full+".changelog"); err != nil {
+		full, changelog := w.states.abs(store.FullSnapshotPath(id, w.index)), w.states.abs(store.ChangelogPath(id, w.index))
+		if pending, err = w.state.Checkpoint(full, changelog); err != nil {
 			// The writer must get its output back before the next
 			// pre-commit: wait for the sink's rest all the same.
 			return nil, false, errors.Join(fmt.Errorf("state snapshot: %w", err), sinkErr(sinkRest()))

@@ -103,18 +103,13 @@ func (d *delta) trailer(h []byte) []byte {
 // writeChangelog writes d, entries of a Store with max parallelism maxPar, to
 // path durably: the file is synced, then its
 // directory (which must exist) and that one's parent (the directory may be
-// new), so that path survives a crash once it returns nil. On error it
-// removes what it wrote.
+// new), so that path survives a crash once it returns nil. On error what
+// it wrote is left for the caller to release.
 func writeChangelog(fs vfs.FS, path string, maxPar int, d *delta) (size int64, err error) {
 	f, err := fs.Create(path, vfs.WriteCategoryUnspecified)
 	if err != nil {
 		return 0, fmt.Errorf("create changelog %s: %w", path, err)
 	}
-	defer func() {
-		if err != nil {
-			_ = fs.Remove(path)
-		}
-	}()
 	h := header(maxPar)
 	trailer := d.trailer(h)
 	for _, b := range [][]byte{h, d.buf, trailer} {

@@ -47,6 +47,16 @@ type Config struct {
 	// FS is the filesystem for Dir, the restored files and snapshot
 	// directories; nil means vfs.Default.
 	FS vfs.FS
+	// Release receives the snapshot files and directories the Store wrote
+	// and will never hand out: a changelog whose write failed, a full
+	// snapshot that a newer one made useless before any chain named it, a
+	// snapshot it could not describe. Outside its working directory the
+	// Store deletes nothing itself: in the runtime the checkpoint store,
+	// the one owner of the state root's files, deletes them (Release is
+	// store.Release). It may be called from the goroutine that runs a
+	// Pending's Wait. Nil means the Store removes them itself (tests, and
+	// uses without a checkpoint store).
+	Release func(paths ...string)
 }
 
 // Restore is one old worker's snapshot and the key groups it owned when it
@@ -73,6 +83,14 @@ func (c Config) withDefaults() Config {
 	}
 	if c.FullSnapshotAfter <= 0 {
 		c.FullSnapshotAfter = DefaultFullSnapshotAfter
+	}
+	if c.Release == nil {
+		fs := c.FS
+		c.Release = func(paths ...string) {
+			for _, p := range paths {
+				_ = fs.RemoveAll(p)
+			}
+		}
 	}
 	return c
 }

@@ -70,15 +70,16 @@ func (c *chain) add(l changelog) {
 // call Wait exactly once, from any goroutine; the next Checkpoint waits for
 // it and accounts for its result.
 type Pending struct {
-	fs     vfs.FS
-	path   string
-	maxPar int
-	frozen *delta // nil: nothing to write (a full snapshot, or no write)
-	seq    uint64
-	chain  Chain // without this barrier's changelog
-	size   int64
-	err    error
-	done   chan struct{}
+	fs      vfs.FS
+	release func(paths ...string)
+	path    string
+	maxPar  int
+	frozen  *delta // nil: nothing to write (a full snapshot, or no write)
+	seq     uint64
+	chain   Chain // without this barrier's changelog
+	size    int64
+	err     error
+	done    chan struct{}
 }
 
 // Wait writes the changelog (durably: file and directories synced) and
@@ -92,6 +93,7 @@ func (p *Pending) Wait() (Chain, error) {
 		return c, nil
 	}
 	if p.size, p.err = writeChangelog(p.fs, p.path, p.maxPar, p.frozen); p.err != nil {
+		p.release(p.path) // what of it was written, if anything
 		return Chain{}, p.err
 	}
 	c.Changelogs = append(slices.Clip(c.Changelogs), p.path)
@@ -138,14 +140,14 @@ func (s *Store) Checkpoint(fullDir, changelogPath string) (*Pending, error) {
 	}
 	s.settle()
 	s.seq++
-	p := &Pending{fs: s.fs, path: changelogPath, maxPar: s.maxPar, seq: s.seq, done: make(chan struct{})}
+	p := &Pending{fs: s.fs, release: s.release, path: changelogPath, maxPar: s.maxPar, seq: s.seq, done: make(chan struct{})}
 	if s.delta == nil {
 		h, err := s.Snapshot(fullDir)
 		if err != nil {
 			return nil, err // still no delta: the next barrier tries again
 		}
 		if !s.chain.named && s.chain.base != "" {
-			_ = s.fs.RemoveAll(s.chain.base) // adopted, then replaced before any snapshot named it
+			s.release(s.chain.base) // adopted, then replaced before any snapshot named it
 		}
 		s.chain = chain{base: fullDir, baseFiles: h.Files, baseBytes: h.Bytes, baseSeq: s.seq}
 		s.delta = newDelta(nil)
@@ -215,7 +217,7 @@ func (s *Store) settle() {
 		return
 	case bg.seq <= s.chain.baseSeq:
 		// A synchronous full snapshot replaced it: no chain references it.
-		_ = s.fs.RemoveAll(bg.dir)
+		s.release(bg.dir)
 		return
 	}
 	c := chain{base: bg.dir, baseFiles: bg.files, baseBytes: bg.bytes, baseSeq: bg.seq}
@@ -250,7 +252,7 @@ func (s *Store) startBackground(dir string) {
 		}
 		bg.files, bg.bytes, bg.err = listSizes(s.fs, dir)
 		if bg.err != nil {
-			_ = s.fs.RemoveAll(dir)
+			s.release(dir)
 		}
 		bg.took = time.Since(start)
 	}()

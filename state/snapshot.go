@@ -68,7 +68,7 @@ func (s *Store) Snapshot(dir string) (Handle, error) {
 	}
 	h, shared, err := s.describe(dir)
 	if err != nil {
-		_ = s.fs.RemoveAll(dir) // as Pebble does when Checkpoint fails
+		s.release(dir) // Pebble removes dir itself when Checkpoint fails
 		return Handle{}, fmt.Errorf("snapshot to %s: %w", dir, err)
 	}
 	s.shared = shared

@@ -48,6 +48,7 @@ type Store struct {
 	last      *Pending
 	spare     []byte      // a written delta's buffer, for the next one
 	bg        *background // a full snapshot on its own goroutine, until adopted
+	release   func(paths ...string)
 }
 
 // Open wipes cfg.Dir, restores cfg.Restore into it, and opens the state
@@ -106,7 +107,7 @@ func open(cfg Config, log zerolog.Logger, wal bool) (*Store, error) {
 	}
 	s := &Store{db: db, fs: cfg.FS, dir: cfg.Dir, log: log, wal: wal, shared: shared,
 		keyGroups: cfg.KeyGroups, maxPar: cfg.MaxParallelism, key: make([]byte, kgLen, 64), kgErr: errNoKeyGroup,
-		fullAfter: cfg.FullSnapshotAfter, delta: newDelta(nil)}
+		fullAfter: cfg.FullSnapshotAfter, delta: newDelta(nil), release: cfg.Release}
 	if cfg.KeyGroups.Len() == 1 {
 		_ = s.SetKeyGroup(cfg.KeyGroups.Start)
 	}
@@ -195,7 +196,7 @@ func (s *Store) Close() error {
 	}
 	if s.bg != nil {
 		if <-s.bg.done; s.bg.err == nil {
-			_ = s.fs.RemoveAll(s.bg.dir) // never named by a chain
+			s.release(s.bg.dir) // never named by a chain
 		}
 	}
 	err := s.db.Close()

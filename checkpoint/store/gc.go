@@ -24,6 +24,23 @@ func (s *Store) Collect() {
 }
 
 func (s *Store) collectErr() error {
+	if err := s.retain(); err != nil {
+		return err
+	}
+	if len(s.released) > 0 {
+		referenced, err := s.referenced()
+		if err != nil {
+			return err
+		}
+		if err := s.removeReleased(referenced); err != nil {
+			return err
+		}
+	}
+	return s.removeEmptyDirs(s.maxID)
+}
+
+// retain applies retention (steps 5-7).
+func (s *Store) retain() error {
 	ids, err := s.ids()
 	if err != nil {
 		return err
@@ -85,7 +102,8 @@ func (s *Store) collectErr() error {
 }
 
 // Discard deletes those of files (state files acknowledged for checkpoints
-// that never completed) that no checkpoint on disk references. The caller
+// that never completed) that no checkpoint on disk references; it deletes
+// nothing while a checkpoint on disk cannot be read. The caller
 // calls it only once a checkpoint acknowledged after them completed: a task
 // whose snapshots are chains may list a file of a failed checkpoint in its
 // later snapshots too, and then that completed checkpoint lists it as well.
@@ -105,36 +123,16 @@ func (s *Store) Discard(names []string) error {
 	return s.removeStateFiles(unreferenced)
 }
 
-// Referenced returns every state file that a restorable checkpoint on disk
-// references. The files of a corrupt checkpoint, or of one missing some of
-// its files, serve nothing and are not in it. On error nothing may be
-// deleted.
-func (s *Store) Referenced() (map[string]struct{}, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.referenced()
-}
-
+// referenced returns every state file a checkpoint on disk references,
+// whether or not all of its files exist. If a checkpoint's metadata cannot
+// be read its files are unknown, and it returns an error: nothing may be
+// deleted then.
 func (s *Store) referenced() (map[string]struct{}, error) {
-	ids, err := s.ids()
-	if err != nil {
-		return nil, err
+	refs, unreadable, err := s.allReferences()
+	if err == nil && len(unreadable) > 0 {
+		err = fmt.Errorf("%w: checkpoints %v cannot be read, so the state files they reference are unknown", ErrCorrupt, unreadable)
 	}
-	referenced := make(map[string]struct{})
-	for _, id := range ids {
-		md, _, err := s.load(id)
-		if err == nil {
-			err = s.checkFiles(md)
-		}
-		switch {
-		case errors.Is(err, ErrCorrupt):
-			continue // never restorable
-		case err != nil:
-			return nil, err
-		}
-		maps.Copy(referenced, files(md))
-	}
-	return referenced, nil
+	return refs, err
 }
 
 // removeStateFiles deletes files under the state root and syncs every
@@ -147,6 +145,7 @@ func (s *Store) removeStateFiles(names []string) error {
 			return fmt.Errorf("remove state file %s: %w", p, err)
 		}
 		dirs[s.fs.PathDir(p)] = struct{}{}
+		s.removeEmptyFullDir(f)
 	}
 	for _, d := range slices.Sorted(maps.Keys(dirs)) {
 		if err := fsutil.SyncDir(s.fs, d); err != nil && !errors.Is(err, os.ErrNotExist) {

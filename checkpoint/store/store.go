@@ -28,9 +28,10 @@ type Store struct {
 	retained  int
 	log       zerolog.Logger
 
-	mu    sync.Mutex
-	lock  io.Closer
-	maxID checkpoint.ID // highest id seen on disk, valid or not, temp files included
+	mu       sync.Mutex
+	lock     io.Closer
+	maxID    checkpoint.ID // highest id seen on disk, valid or not, temp files included
+	released []string      // state paths released, deleted by the next Collect
 }
 
 // Open opens the store over dir, creating dir if needed. State file paths
@@ -69,6 +70,7 @@ func Open(fs vfs.FS, dir, stateRoot string, retained int, logger zerolog.Logger)
 		_ = lock.Close()
 		return nil, fmt.Errorf("open checkpoint store: %w", err)
 	}
+	s.maxID = max(s.maxID, s.stateMaxID())
 	return s, nil
 }
 
@@ -116,9 +118,10 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// MaxID is the highest checkpoint id of any metadata file seen on disk,
+// MaxID is the highest checkpoint id seen on disk: of any metadata file,
 // whether it verifies or not, including temp files of interrupted saves and
-// saves that failed. A coordinator restarting from this store must hand out
+// saves that failed, and of any state file or directory (a snapshot taken
+// for a checkpoint that never completed is never overwritten). A coordinator restarting from this store must hand out
 // ids above it. Zero when the directory held nothing.
 func (s *Store) MaxID() checkpoint.ID {
 	s.mu.Lock()

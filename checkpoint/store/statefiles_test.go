@@ -1,0 +1,82 @@
+package store
+
+import (
+	"slices"
+	"testing"
+)
+
+// TestReleasedStateGoesWithTheNextCollectUnlessACheckpointReferencesIt:
+// what the state package releases is deleted by the store (the one owner),
+// at the next Collect, and never a file a checkpoint on disk lists.
+func TestReleasedStateGoesWithTheNextCollectUnlessACheckpointReferencesIt(t *testing.T) {
+	mem := newMem(t)
+	s, _ := openStore(t, mem, 3)
+	writeState(t, mem, ChangelogPath(1, 0), ChangelogPath(2, 0), FullSnapshotPath(2, 1)+"/000001.sst")
+	must(t, s.Persist(meta(1, ChangelogPath(1, 0))))
+	s.Release(testState+"/"+ChangelogPath(1, 0), ChangelogPath(2, 0), testState+"/"+FullSnapshotPath(2, 1))
+	if !stateExists(mem, ChangelogPath(2, 0)) {
+		t.Fatal("Release deleted at once; Collect is the time")
+	}
+	s.Collect()
+	if !stateExists(mem, ChangelogPath(1, 0)) {
+		t.Error("a released file that checkpoint 1 references was deleted")
+	}
+	for _, gone := range []string{ChangelogPath(2, 0), FullSnapshotPath(2, 1)} {
+		if stateExists(mem, gone) {
+			t.Errorf("released %s is still there", gone)
+		}
+	}
+	// chk-2 is empty but above the newest durable checkpoint (1): a worker
+	// may still write there, so it stays.
+	if !stateExists(mem, "chk-00000000000000000002") {
+		t.Error("the empty directory of an in-flight checkpoint was removed")
+	}
+	must(t, s.Persist(meta(2, ChangelogPath(1, 0))))
+	s.Collect()
+	if stateExists(mem, "chk-00000000000000000002") {
+		t.Error("the empty chk-2 stays after checkpoint 2 is durable")
+	}
+}
+
+// TestCleanStateRootKeepsWhatAnyCheckpointOnDiskReferences: at start, files
+// no checkpoint lists go; files a checkpoint lists stay even when that
+// checkpoint misses others; and nothing goes while a checkpoint cannot be
+// read (its files are unknown).
+func TestCleanStateRootKeepsWhatAnyCheckpointOnDiskReferences(t *testing.T) {
+	mem := newMem(t)
+	kept, orphan := FullSnapshotPath(1, 0)+"/000001.sst", ChangelogPath(3, 0)
+	s, _ := openStore(t, mem, 3)
+	writeState(t, mem, kept, orphan, ChangelogPath(2, 1))
+	// Checkpoint 1 lists a file that is missing: not restorable, but its
+	// other file must survive (an operator may restore the missing one).
+	must(t, s.Persist(meta(1, kept, "chk-00000000000000000001/worker-9.changelog")))
+	must(t, s.Persist(meta(2, ChangelogPath(2, 1))))
+	deleted, err := s.CleanStateRoot()
+	must(t, err)
+	if !slices.Equal(deleted, []string{orphan}) {
+		t.Errorf("deleted %v, want only %s", deleted, orphan)
+	}
+	if !stateExists(mem, kept) || stateExists(mem, "chk-00000000000000000003") {
+		t.Errorf("kept %v, chk-3 %v", stateExists(mem, kept), stateExists(mem, "chk-00000000000000000003"))
+	}
+
+	writeState(t, mem, orphan)
+	damage(t, mem, 2, func(b []byte) []byte { return b[:len(b)-1] })
+	deleted, err = s.CleanStateRoot()
+	must(t, err)
+	if len(deleted) != 0 || !stateExists(mem, orphan) {
+		t.Errorf("deleted %v with checkpoint 2 unreadable; want nothing", deleted)
+	}
+}
+
+// TestMaxIDCountsStateDirectories: a snapshot written for a checkpoint whose
+// metadata never reached the disk still raises MaxID, so its id is never
+// handed out again.
+func TestMaxIDCountsStateDirectories(t *testing.T) {
+	mem := newMem(t)
+	writeState(t, mem, ChangelogPath(7, 0), FullSnapshotPath(9, 1)+"/MANIFEST-000001")
+	s, _ := openStore(t, mem, 3)
+	if got := s.MaxID(); got != 9 {
+		t.Errorf("MaxID = %d, want 9", got)
+	}
+}
