@@ -159,7 +159,7 @@ func (w *worker) process(ctx context.Context, b batch) error {
 		}
 		out++
 	}
-	w.metrics.recordsOut.Add(out)
+	w.metrics.recordsOut.Add(float64(out))
 	return nil
 }
 
