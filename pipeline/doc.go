@@ -30,6 +30,14 @@
 // (retention). The "checkpoint completed" log line splits its duration into
 // these phases: acked (trigger to the last ack), persist, commit.
 //
+// Metrics: the job's families are defined in metrics.go and registered once
+// per Job on Options.Registry. The data path updates counters where things
+// happen; what an attempt's objects count (consumer lag, transform drops,
+// sink bytes and files, Pebble) is read at scrape time from the objects the
+// running attempt attached (metrics_attempt.go, metrics_state.go), and
+// franz-go's client metrics come from hooks on every Kafka client. Attempts
+// restart in process; nothing is registered again.
+//
 // It owns no decision about checkpoints (package checkpoint decides), no
 // Kafka protocol (package source), no output format (package sink).
 package pipeline

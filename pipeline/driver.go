@@ -187,9 +187,7 @@ func (d *driver) complete(ctx context.Context, a checkpoint.NotifyComplete) {
 	d.offsets.submit(r.positions)
 	now := time.Now()
 	took := now.Sub(a.Timestamp)
-	d.metrics.checkpointsDone.Inc()
-	d.metrics.checkpointDuration.Observe(took.Seconds())
-	d.metrics.lastCompleted.Set(float64(a.ID))
+	d.metrics.completed(a, now)
 	// duration = acked (trigger to the last task's ack: barriers, alignment,
 	// snapshots, pre-commits) + persist (metadata durable) + commit (the
 	// sinks' commit, after the checkpoint became durable) + small gaps.

@@ -33,7 +33,7 @@ func newEmitter(task task, outs []chan element, events chan<- checkpoint.Event, 
 var _ source.Emitter = (*emitter)(nil)
 
 func (e *emitter) Records(ctx context.Context, b []record.Record) error {
-	e.metrics.recordsIn.Add(uint64(len(b)))
+	e.metrics.recordsIn.Add(float64(len(b)))
 	if len(e.outs) == 1 {
 		for i := range b {
 			b[i].KeyGroup = uint16(keyGroupOf(&b[i], e.maxKG))

@@ -68,7 +68,18 @@ func (a *attempt) build(r *restoredJob) (*graph, error) {
 				Offsets: r.source.Describe(rs.positions), Tasks: len(md.Tasks)})
 		},
 	}
+	// Detached before anything it reads is closed: closers run in reverse.
+	a.defer_(j.metrics.attempt.attach(&attemptObjects{source: r.source, sink: r.sink, chains: g.chains(), stores: r.stores}))
 	return g, nil
+}
+
+// chains are the workers' transform chains, nil entries for none.
+func (g *graph) chains() []*transform.Chain {
+	cs := make([]*transform.Chain, len(g.workers))
+	for i, w := range g.workers {
+		cs[i] = w.chain
+	}
+	return cs
 }
 
 // newWorker makes worker w: its input channels (one from each reader), its

@@ -11,10 +11,10 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
 	"github.com/connector-dev/connector/config"
-	"github.com/connector-dev/connector/internal/metrics"
 )
 
 // Options are what a Job takes besides its config. Zero values are fine.
@@ -22,8 +22,10 @@ type Options struct {
 	// FS is the filesystem of the checkpoint store and the file sink;
 	// nil means the OS. Tests inject failures through it.
 	FS vfs.FS
-	// Registry receives the job's metrics; nil makes a private one.
-	Registry *metrics.Registry
+	// Registry receives the job's metrics, registered once by New (one
+	// Job per registry); nil makes a private one. Serve it with promhttp
+	// (package httpapi).
+	Registry *prometheus.Registry
 	Log      zerolog.Logger
 	// DiscoverEvery is how often the source looks for new input
 	// (partitions); 0 is the source kind's default.
@@ -40,7 +42,6 @@ type Job struct {
 	fs            vfs.FS
 	log           zerolog.Logger
 	metrics       *jobMetrics
-	registry      *metrics.Registry
 	discoverEvery time.Duration
 	stdout        io.Writer
 	spawn         func(func())   // runs a snapshot's asynchronous part
@@ -55,14 +56,14 @@ func New(cfg *config.Job, opts Options) *Job {
 		opts.FS = vfs.Default
 	}
 	if opts.Registry == nil {
-		opts.Registry = metrics.NewRegistry()
+		opts.Registry = prometheus.NewRegistry()
 	}
 	if opts.Stdout == nil {
 		opts.Stdout = os.Stdout
 	}
 	return &Job{
 		cfg: cfg, fs: opts.FS, log: opts.Log.With().Str("job", cfg.Name).Logger(),
-		metrics: newJobMetrics(opts.Registry), registry: opts.Registry, discoverEvery: opts.DiscoverEvery, stdout: opts.Stdout,
+		metrics: newJobMetrics(opts.Registry), discoverEvery: opts.DiscoverEvery, stdout: opts.Stdout,
 		spawn: func(f func()) { go f() }, rand: rand.Float64,
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -109,7 +110,7 @@ type running struct {
 	cancel context.CancelFunc
 	done   chan error
 	job    *Job
-	reg    *metrics.Registry
+	reg    *prometheus.Registry
 	logs   *syncBuffer
 }
 
@@ -131,7 +132,12 @@ func (b *syncBuffer) count(substr string) int {
 	return strings.Count(b.buf.String(), substr)
 }
 
-func (r *running) counter(name string) uint64 { return r.reg.Counter(name, "").Value() }
+// counter is the value of the job's counter name (0 before it counted).
+func (r *running) counter(name string) uint64 {
+	s, _ := metrics.Gather(r.reg)
+	v, _ := s.Sum(name)
+	return uint64(v)
+}
 
 func start(t *testing.T, cfg *config.Job) *running {
 	t.Helper()
@@ -147,7 +153,7 @@ func startWith(t *testing.T, cfg *config.Job, opts Options) *running {
 	opts.Log = zerolog.New(zerolog.MultiLevelWriter(zerolog.NewTestWriter(t), logs)).Level(zerolog.InfoLevel)
 	opts.DiscoverEvery = 500 * time.Millisecond
 	if opts.Registry == nil {
-		opts.Registry = metrics.NewRegistry()
+		opts.Registry = prometheus.NewRegistry()
 	}
 	j := New(cfg, opts)
 	r := &running{cancel: cancel, done: make(chan error, 1), job: j, reg: opts.Registry, logs: logs}

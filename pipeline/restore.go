@@ -175,6 +175,7 @@ func (a *attempt) openSource(ctx context.Context, stop <-chan struct{}, r *resto
 	}()
 	src, err := source.Open(octx, cfg.Source, source.Env{
 		Job: cfg, Readers: cfg.Pipeline.Parallelism, Restored: r.positions, DiscoverEvery: j.discoverEvery, Log: j.log,
+		KafkaHooks: j.metrics.kafka.Hooks,
 	})
 	if err != nil {
 		return fmt.Errorf("open source: %w", err)
@@ -198,7 +199,7 @@ func (a *attempt) openDeadLetter(r *restoredJob) error {
 	if r.bad.policy != "dead_letter" {
 		return nil
 	}
-	dlq, err := kgo.NewClient(kafkaclient.Opts(cfg.Kafka)...)
+	dlq, err := kgo.NewClient(append(kafkaclient.Opts(cfg.Kafka), kgo.WithHooks(a.j.metrics.kafka.Hooks("dead-letter")...))...)
 	if err != nil {
 		return fmt.Errorf("dead-letter producer: %w", err)
 	}

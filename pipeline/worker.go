@@ -192,7 +192,7 @@ func (w *worker) process(ctx context.Context, b batch) error {
 		}
 		out++
 	}
-	w.metrics.recordsOut.Add(out)
+	w.metrics.recordsOut.Add(float64(out))
 	return nil
 }
 

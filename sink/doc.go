@@ -14,8 +14,9 @@
 //     the tags cannot say (package internal/spec). The config layer
 //     decodes, defaults and validates it; `connector validate` then accepts
 //     the kind, with file:line errors for its keys.
-//  2. A type implementing Sink (and its Writer; AsyncPreCommitter and
-//     Batcher are optional), following the lifecycle on the interfaces.
+//  2. A type implementing Sink (and its Writer; AsyncPreCommitter,
+//     Batcher and StatsReporter, for the job's metrics, are optional),
+//     following the lifecycle on the interfaces.
 //  3. In the package's init: Register(Kind{Name, Summary, Config, New}).
 //  4. One import line in internal/builtin.
 //  5. In the package doc, name the sink's decision record (the durable

@@ -92,3 +92,22 @@ type AsyncPreCommitter interface {
 type Batcher interface {
 	BeginBatch()
 }
+
+// StatsReporter is implemented by sinks that count what they write, for
+// the job's metrics. Stats may be called from any goroutine, concurrently
+// with every other method, until Close. The counts start at zero when the
+// sink is made (at every start of the job); the runtime keeps them adding
+// up across restarts.
+type StatsReporter interface {
+	Stats() Stats
+}
+
+// Stats are a sink's counts since it was made.
+type Stats struct {
+	// BytesWritten is the output written so far, visible or not yet (an
+	// output discarded at a restart was counted when written).
+	BytesWritten uint64
+	// FilesCommitted is how many files (or objects) Commit and Recover
+	// made visible; a file committed before is not counted again.
+	FilesCommitted uint64
+}

@@ -1,9 +1,10 @@
 // Package source defines what the runtime needs from a source of records,
 // whatever the system behind it: the Source and Reader interfaces with their
-// lifecycle, the Emitter a reader hands records and barriers to, and the
-// registry of source kinds (Kind, Register, Open). A reader's position at a
-// barrier is an opaque Position that the runtime stores in the checkpoint
-// and gives back on restore and commit.
+// lifecycle, the Emitter a reader hands records and barriers to, the
+// optional Lagger (how far behind its input a source is, for the job's
+// metrics), and the registry of source kinds (Kind, Register, Open). A
+// reader's position at a barrier is an opaque Position that the runtime
+// stores in the checkpoint and gives back on restore and commit.
 //
 // It owns no implementation: the Kafka source is package source/kafka (the
 // default kind). It never decides when a checkpoint is triggered or

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/connector-dev/connector/config"
 	"github.com/connector-dev/connector/internal/registry"
@@ -45,6 +46,11 @@ type Env struct {
 	DiscoverEvery time.Duration
 	// Log is the job's logger.
 	Log zerolog.Logger
+	// KafkaHooks, if not nil, returns the franz-go hooks to install
+	// (kgo.WithHooks) on one Kafka client the source makes, named client
+	// ("source-0" for reader 0's, "source-admin"): the runtime's client
+	// metrics. Call it once per client; it is safe from any goroutine.
+	KafkaHooks func(client string) []kgo.Hook
 }
 
 var kinds = registry.Of[Kind]{What: "source kind"}

@@ -72,6 +72,23 @@ type Emitter interface {
 	Cancel(ctx context.Context, id checkpoint.ID) error
 }
 
+// Lagger is implemented by a Source that knows how far its readers are
+// behind the end of their input, for the job's metrics. Lag may be called
+// from any goroutine, concurrently with every other method, until Close.
+type Lagger interface {
+	Lag() []Lag
+}
+
+// Lag is how far a reader is behind the end of one partition of its input,
+// as of the reader's last fetch of that partition.
+type Lag struct {
+	Topic     string
+	Partition int32
+	// Records is the partition's end offset (Kafka: the high watermark)
+	// minus the reader's next offset.
+	Records int64
+}
+
 // BatchSize is how many records a Reader hands to Records at once, at most
 // (by default): the runtime sizes its channels in batches of it.
 const BatchSize = 512

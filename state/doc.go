@@ -103,9 +103,10 @@
 //
 // A Store belongs to one goroutine, the worker that owns the state:
 // SetKeyGroup, Get, Set, Delete, Checkpoint, Snapshot and Close must not be
-// called concurrently with each other. Only a Pending's Wait may run on another
-// goroutine, alongside them. Different Stores (different working
-// directories) are independent.
+// called concurrently with each other. Only a Pending's Wait and Metrics
+// (for the job's metrics, until Close) may run on other goroutines,
+// alongside them. Different Stores (different working directories) are
+// independent.
 //
 // # Durability
 //

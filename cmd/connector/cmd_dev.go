@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -83,7 +84,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	defer stopGen()
 	go generate(gctx, cluster.ListenAddrs(), src.Topics[0], *rate, stderr)
 
-	reg := metrics.NewRegistry()
+	reg := newRegistry()
 	pctx, stopProgress := context.WithCancel(context.Background())
 	defer stopProgress()
 	go progress(pctx, reg, out, stdout)
@@ -93,9 +94,10 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitFailure
 	}
 	stopProgress()
+	s := read(reg)
 	fmt.Fprintf(stdout, "stopped after a final checkpoint: %d records in, %d out, %d checkpoints, %d files committed in %s\n",
-		reg.Counter("connector_records_in_total", "").Value(), reg.Counter("connector_records_out_total", "").Value(),
-		reg.Counter("connector_checkpoints_completed_total", "").Value(), committedFiles(out), out)
+		s.count("connector_records_in_total"), s.count("connector_records_out_total"),
+		s.count("connector_checkpoints_completed_total"), committedFiles(out), out)
 	return exitOK
 }
 
@@ -156,8 +158,8 @@ func generate(ctx context.Context, brokers []string, topic string, rate int, std
 }
 
 // progress prints records/s, the last completed checkpoint and the number
-// of committed files once a second.
-func progress(ctx context.Context, reg *metrics.Registry, out string, w io.Writer) {
+// of committed files once a second, read from the job's metrics.
+func progress(ctx context.Context, reg prometheus.Gatherer, out string, w io.Writer) {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	var lastIn, lastOut uint64
@@ -171,15 +173,30 @@ func progress(ctx context.Context, reg *metrics.Registry, out string, w io.Write
 	}
 }
 
-func printProgress(reg *metrics.Registry, out string, w io.Writer, lastIn, lastOut uint64) (uint64, uint64) {
-	in := reg.Counter("connector_records_in_total", "").Value()
-	outN := reg.Counter("connector_records_out_total", "").Value()
-	done := reg.Counter("connector_checkpoints_completed_total", "").Value()
-	last := reg.Gauge("connector_checkpoint_last_completed_id", "").Value()
-	p99 := reg.Histogram("connector_checkpoint_duration_seconds", "", nil).Quantile(0.99)
+func printProgress(reg prometheus.Gatherer, out string, w io.Writer, lastIn, lastOut uint64) (uint64, uint64) {
+	s := read(reg)
+	in, outN := s.count("connector_records_in_total"), s.count("connector_records_out_total")
+	// p99 since the start, estimated from the histogram's buckets.
+	p99 := s.Quantile("connector_checkpoint_duration_seconds", 0.99)
 	fmt.Fprintf(w, "in %8d rec/s  out %8d rec/s  total in %d out %d  checkpoints %d (last #%d, p99 %.0f ms)  files committed %d\n",
-		in-lastIn, outN-lastOut, in, outN, done, int64(last), p99*1000, committedFiles(out))
+		in-lastIn, outN-lastOut, in, outN, s.count("connector_checkpoints_completed_total"),
+		s.count("connector_checkpoint_last_completed_id"), p99*1000, committedFiles(out))
 	return in, outN
+}
+
+// snapshot is one reading of the job's metrics.
+type snapshot struct{ metrics.Snapshot }
+
+// read gathers reg; a collector that fails only leaves its own values out.
+func read(reg prometheus.Gatherer) snapshot {
+	s, _ := metrics.Gather(reg)
+	return snapshot{s}
+}
+
+// count is the value of counter or gauge name, summed over its series.
+func (s snapshot) count(name string) uint64 {
+	v, _ := s.Sum(name)
+	return uint64(v)
 }
 
 func committedFiles(dir string) int {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
 	"github.com/connector-dev/connector/config"
@@ -42,21 +43,28 @@ func runRun(ctx context.Context, args []string, _, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "connector run: %v\n", err)
 		return exitUsage
 	}
-	if err := runJob(ctx, job, log, metrics.NewRegistry(), nil); err != nil {
+	if err := runJob(ctx, job, log, newRegistry(), nil); err != nil {
 		log.Error().Err(err).Msg("job failed")
 		return exitFailure
 	}
 	return exitOK
 }
 
+// newRegistry is the process's metrics registry: Go runtime, process and
+// connector_build_info, to which the job adds its own.
+func newRegistry() *prometheus.Registry {
+	return metrics.NewRegistry(buildInfo())
+}
+
 // runJob serves HTTP and runs the job until ctx ends and its final
-// checkpoint completed. started, if not nil, is called with the HTTP address
-// once the server listens.
-func runJob(ctx context.Context, cfg *config.Job, log zerolog.Logger, reg *metrics.Registry, started func(addr string)) error {
+// checkpoint completed; the job's metrics go to reg, which /metrics serves.
+// started, if not nil, is called with the HTTP address once the server
+// listens.
+func runJob(ctx context.Context, cfg *config.Job, log zerolog.Logger, reg *prometheus.Registry, started func(addr string)) error {
 	job := pipeline.New(cfg, pipeline.Options{Registry: reg, Log: log})
 	srv, err := httpapi.Start(httpapi.Config{
 		Addr:        cfg.HTTP.Addr,
-		Registry:    reg,
+		Metrics:     reg,
 		Ready:       job.Ready,
 		Checkpoints: func() (any, error) { return job.Status(), nil },
 		Log:         log,

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
 	"runtime/debug"
+
+	"github.com/connector-dev/connector/internal/metrics"
 
 	// Linked so that version reports them even before the run command
 	// imports them for real.
@@ -30,16 +33,27 @@ func runVersion(_ context.Context, args []string, stdout, stderr io.Writer) int 
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
-	info, _ := debug.ReadBuildInfo()
-	fmt.Fprintf(stdout, "connector %s\n", version)
-	goVersion := "unknown"
-	if info != nil {
-		goVersion = info.GoVersion
-	}
-	fmt.Fprintf(stdout, "go %s\n", goVersion)
-	fmt.Fprintf(stdout, "franz-go %s\n", moduleVersion(info, "github.com/twmb/franz-go"))
-	fmt.Fprintf(stdout, "pebble %s\n", moduleVersion(info, "github.com/cockroachdb/pebble/v2"))
+	b := buildInfo()
+	fmt.Fprintf(stdout, "connector %s\n", b.Version)
+	fmt.Fprintf(stdout, "go %s\n", cmp.Or(b.GoVersion, "unknown"))
+	fmt.Fprintf(stdout, "franz-go %s\n", b.FranzGo)
+	fmt.Fprintf(stdout, "pebble %s\n", b.Pebble)
 	return exitOK
+}
+
+// buildInfo is the versions runVersion prints and connector_build_info's
+// labels say.
+func buildInfo() metrics.BuildInfo {
+	info, _ := debug.ReadBuildInfo()
+	b := metrics.BuildInfo{
+		Version: version,
+		FranzGo: moduleVersion(info, "github.com/twmb/franz-go"),
+		Pebble:  moduleVersion(info, "github.com/cockroachdb/pebble/v2"),
+	}
+	if info != nil {
+		b.GoVersion = info.GoVersion
+	}
+	return b
 }
 
 // moduleVersion returns the version of module path linked into the binary

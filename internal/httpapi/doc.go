@@ -3,10 +3,12 @@
 //
 //	GET /healthz          200 "ok" while the process runs
 //	GET /readyz           200 "ready" when Config.Ready reports true, else 503 "not ready"
-//	GET /metrics          the metrics registry, Prometheus text format 0.0.4
+//	GET /metrics          Config.Metrics through promhttp: Prometheus text format 0.0.4,
+//	                      or the format the scraper negotiates
 //	GET /api/checkpoints  Config.Checkpoints() as JSON; 500 {"error": "..."} on error
 //
 // It owns the listener and the routing only. What "ready" means and what the
 // checkpoint listing holds are the runtime's, passed in as functions; the
-// metrics themselves belong to package metrics.
+// metrics are a prometheus.Gatherer (the process's registry, package
+// metrics, holding the job's metrics, package pipeline).
 package httpapi

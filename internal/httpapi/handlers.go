@@ -1,13 +1,14 @@
 package httpapi
 
 import (
-	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"strings"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/rs/zerolog"
-
-	"github.com/connector-dev/connector/internal/metrics"
 )
 
 func newMux(cfg Config) *http.ServeMux {
@@ -23,7 +24,7 @@ func newMux(cfg Config) *http.ServeMux {
 		}
 		writeText(w, http.StatusOK, "ready")
 	})
-	mux.Handle("GET /metrics", metricsHandler(cfg.Registry, cfg.Log))
+	mux.Handle("GET /metrics", metricsHandler(cfg.Metrics, cfg.Log))
 	mux.Handle("GET /api/checkpoints", checkpointsHandler(cfg.Checkpoints, cfg.Log))
 	return mux
 }
@@ -34,20 +35,25 @@ func writeText(w http.ResponseWriter, code int, body string) {
 	_, _ = w.Write([]byte(body + "\n"))
 }
 
-func metricsHandler(reg *metrics.Registry, log zerolog.Logger) http.HandlerFunc {
-	return func(w http.ResponseWriter, _ *http.Request) {
-		var buf bytes.Buffer
-		if reg != nil {
-			// Rendered into memory first, so a failure can still be a 500.
-			if err := reg.WritePrometheus(&buf); err != nil {
-				log.Error().Err(err).Msg("render /metrics")
-				writeText(w, http.StatusInternalServerError, err.Error())
-				return
-			}
-		}
-		w.Header().Set("Content-Type", metrics.ContentType)
-		_, _ = w.Write(buf.Bytes())
+// metricsHandler serves g with promhttp: the text format (0.0.4) unless
+// the scraper negotiates another. A collector that fails is logged and left
+// out; the rest is still served, so one broken source of metrics does not
+// blind monitoring to the others.
+func metricsHandler(g prometheus.Gatherer, log zerolog.Logger) http.Handler {
+	if g == nil {
+		g = prometheus.NewRegistry()
 	}
+	return promhttp.HandlerFor(g, promhttp.HandlerOpts{
+		ErrorLog:      promLogger{log},
+		ErrorHandling: promhttp.ContinueOnError,
+	})
+}
+
+// promLogger hands promhttp's errors to zerolog.
+type promLogger struct{ log zerolog.Logger }
+
+func (l promLogger) Println(v ...any) {
+	l.log.Error().Msg(strings.TrimSpace(fmt.Sprintln(v...)))
 }
 
 func checkpointsHandler(list func() (any, error), log zerolog.Logger) http.HandlerFunc {

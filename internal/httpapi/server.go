@@ -9,9 +9,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
-
-	"github.com/connector-dev/connector/internal/metrics"
 )
 
 // Config is what the server serves. Every field is optional.
@@ -19,8 +18,9 @@ type Config struct {
 	// Addr is the listen address, "host:port"; port 0 picks a free one (see
 	// Server.Addr). Default 127.0.0.1:8080.
 	Addr string
-	// Registry is rendered at /metrics; nil serves an empty exposition.
-	Registry *metrics.Registry
+	// Metrics is gathered at every GET /metrics (by promhttp, from the
+	// server's goroutines); nil serves an empty exposition.
+	Metrics prometheus.Gatherer
 	// Ready answers /readyz. It is called on every request, from the
 	// server's goroutines, so it must be safe for concurrent use and fast.
 	// Nil means ready as soon as the server runs.

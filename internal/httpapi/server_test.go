@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
 	"github.com/connector-dev/connector/internal/metrics"
@@ -82,15 +83,52 @@ func TestReadyzFollowsReady(t *testing.T) {
 }
 
 func TestMetricsServesTheRegistryAsPrometheusText(t *testing.T) {
-	reg := metrics.NewRegistry()
-	reg.Counter("connector_records_in_total", "Records read.").Add(12)
-	s := start(t, Config{Registry: reg})
+	reg := metrics.NewRegistry(metrics.BuildInfo{Version: "v9.9.9"})
+	c := prometheus.NewCounter(prometheus.CounterOpts{Name: "connector_records_in_total", Help: "Records read."})
+	reg.MustRegister(c)
+	c.Add(12)
+	s := start(t, Config{Metrics: reg})
 	r := get(t, s, "/metrics")
-	if r.code != 200 || r.contentType != "text/plain; version=0.0.4; charset=utf-8" {
+	if r.code != 200 || !strings.HasPrefix(r.contentType, "text/plain; version=0.0.4; charset=utf-8") {
 		t.Errorf("got %d %q", r.code, r.contentType)
 	}
-	if !strings.Contains(r.body, "\nconnector_records_in_total 12\n") {
-		t.Errorf("body lacks the counter:\n%s", r.body)
+	for _, want := range []string{
+		"\nconnector_records_in_total 12\n",
+		"\n# TYPE go_goroutines gauge\n",
+		"\n# TYPE process_cpu_seconds_total counter\n",
+		`connector_build_info{franz_go="unknown",goversion="unknown",pebble="unknown",version="v9.9.9"} 1`,
+	} {
+		if !strings.Contains(r.body, want) {
+			t.Errorf("body lacks %q:\n%s", want, r.body)
+		}
+	}
+}
+
+func TestMetricsWithoutARegistryIsEmpty(t *testing.T) {
+	s := start(t, Config{})
+	if r := get(t, s, "/metrics"); r.code != 200 || r.body != "" {
+		t.Errorf("got %d %q", r.code, r.body)
+	}
+}
+
+// failing is a collector that always fails.
+type failing struct{ desc *prometheus.Desc }
+
+func (f failing) Describe(ch chan<- *prometheus.Desc) { ch <- f.desc }
+func (f failing) Collect(ch chan<- prometheus.Metric) {
+	ch <- prometheus.NewInvalidMetric(f.desc, errors.New("disk gone"))
+}
+
+// TestMetricsLeavesOutAFailingCollector: one broken collector must not
+// hide the others from monitoring.
+func TestMetricsLeavesOutAFailingCollector(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	c := prometheus.NewCounter(prometheus.CounterOpts{Name: "ok_total", Help: "Fine."})
+	c.Inc()
+	reg.MustRegister(c, failing{prometheus.NewDesc("broken", "Fails.", nil, nil)})
+	s := start(t, Config{Metrics: reg})
+	if r := get(t, s, "/metrics"); r.code != 200 || !strings.Contains(r.body, "\nok_total 1\n") || strings.Contains(r.body, "broken") {
+		t.Errorf("got %d:\n%s", r.code, r.body)
 	}
 }
 

@@ -1,31 +1,24 @@
-// Package metrics is the connector's metric registry and its Prometheus text
-// exposition (format 0.0.4), with no dependency on a Prometheus client.
+// Package metrics is the connector's plumbing on prometheus/client_golang:
+// the process's registry (NewRegistry: Go runtime, process and
+// connector_build_info collectors), the collector that exposes franz-go's
+// client metrics (KafkaClients, on plugin/kprom) for Kafka clients that come
+// and go, and reading values back from a registry or a scrape (Gather,
+// ParseText, Snapshot) for progress lines and tests.
 //
-// It owns counters, gauges and histograms, their identity (a name plus
-// label pairs) and their rendering for /metrics. It does not serve HTTP
-// (package httpapi does) and does not decide what is measured: the runtime
-// asks the registry for the metrics it updates.
+// It does not define the job's metrics (package pipeline does, and registers
+// them once per Job), does not serve HTTP (package httpapi serves a
+// prometheus.Gatherer with promhttp) and has no exposition format of its
+// own: client_golang renders every family.
 //
-// # Usage
+// # Lifetime
 //
-// Look a metric up once and keep the pointer; the lookup takes a lock, the
-// updates do not:
-//
-//	reg := metrics.NewRegistry()
-//	out := reg.Counter("connector_records_out_total", "Records written to the sink.", "worker", "2")
-//	out.Add(n) // hot path: one atomic add
-//
-// Asking twice for the same name and labels returns the same metric; the
-// label order does not matter. Several series of one name share its HELP
-// and TYPE, taken from the first lookup.
+// A registry lives as long as the process (or the test). Everything is
+// registered once: a collector whose data comes from objects that live
+// shorter (Kafka clients, which a job's attempts open and close) stays
+// registered and swaps what it reads, as KafkaClients does.
 //
 // # Concurrency
 //
-// Every method is safe for concurrent use. Counter and Gauge updates are
-// lock-free atomics. A Histogram takes a short mutex per observation, so a
-// scrape sees its buckets, sum and count consistent with one another.
-//
-// Misuse is a bug and panics: an invalid metric or label name, an odd
-// number of label arguments, one name registered as two types, or
-// histogram buckets that are not strictly increasing.
+// Every function and method is safe for concurrent use; scrapes run on the
+// HTTP server's goroutines while the job updates its metrics.
 package metrics

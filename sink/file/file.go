@@ -9,6 +9,7 @@ import (
 	"os"
 	"regexp"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -109,9 +110,16 @@ type File struct {
 
 	mu      sync.Mutex
 	writers map[int]bool // instances with an open writer
+
+	// Counted for Stats, from any goroutine.
+	bytesWritten   atomic.Uint64 // by the writers' parts (part.flush)
+	filesCommitted atomic.Uint64 // renamed into place by Commit
 }
 
-var _ sink.Sink = (*File)(nil)
+var (
+	_ sink.Sink          = (*File)(nil)
+	_ sink.StatsReporter = (*File)(nil)
+)
 
 // New fills cfg's defaults, validates it and creates the output directory.
 // fs is vfs.Default in production.
@@ -183,6 +191,7 @@ func (s *File) Commit(ctx context.Context, cs []sink.Committable) error {
 	if err := fsutil.SyncDir(s.fs, s.cfg.Path); err != nil {
 		errs = append(errs, fmt.Errorf("file sink commit: %w: %w", sink.ErrCommitFailed, err))
 	}
+	s.filesCommitted.Add(uint64(renamed))
 	err := errors.Join(errs...)
 	ev := s.log.Debug()
 	if err != nil {
@@ -276,6 +285,13 @@ func (s *File) Recover(ctx context.Context, restored []sink.Committable) error {
 	}
 	s.log.Info().Int("restored_committables", len(restored)).Int("removed_hidden", removed).Msg("recovered")
 	return nil
+}
+
+// Stats returns the bytes the writers wrote into part files (committed or
+// not yet) and the files Commit renamed into place, since New. Safe from
+// any goroutine.
+func (s *File) Stats() sink.Stats {
+	return sink.Stats{BytesWritten: s.bytesWritten.Load(), FilesCommitted: s.filesCommitted.Load()}
 }
 
 // Close releases nothing the File holds; writers are closed on their own.

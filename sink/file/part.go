@@ -2,6 +2,7 @@ package file
 
 import (
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -31,6 +32,9 @@ type part struct {
 	// written is how far background write-back was last started (SyncTo),
 	// so the fsync at pre-commit finds little dirty data left.
 	written int64
+	// counted adds up the bytes flush writes (the File's Stats); nil
+	// counts nothing.
+	counted *atomic.Uint64
 }
 
 func (p *part) size() int64 { return p.off + int64(len(p.buf)) }
@@ -49,6 +53,9 @@ func (p *part) flush(fs vfs.FS, dir string) error {
 	}
 	n, err := p.f.WriteAt(p.buf, p.off)
 	p.off += int64(n)
+	if p.counted != nil {
+		p.counted.Add(uint64(n))
+	}
 	p.buf = p.buf[:copy(p.buf, p.buf[n:])]
 	if err != nil {
 		return fmt.Errorf("write %s: %w", p.name, err)

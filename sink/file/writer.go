@@ -72,7 +72,7 @@ func (w *fileWriter) Write(_ context.Context, r *record.Record) error {
 		w.roll()
 	}
 	if w.cur == nil {
-		w.cur = &part{name: w.s.names.inProgress(w.instance, w.seq), seq: w.seq, opened: now}
+		w.cur = &part{name: w.s.names.inProgress(w.instance, w.seq), seq: w.seq, opened: now, counted: &w.s.bytesWritten}
 		w.seq++
 	}
 	w.cur.buf = append(w.cur.buf, body...)

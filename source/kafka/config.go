@@ -38,6 +38,19 @@ type Options struct {
 	// ClientOpts are extra franz-go options (TLS, SASL, client id). The
 	// seed brokers are Brokers, not an option here.
 	ClientOpts []kgo.Opt
+	// Hooks, if not nil, returns the hooks for one client the source
+	// makes: "source-admin", and "source-<i>" for reader i's (see
+	// source.Env.KafkaHooks).
+	Hooks func(client string) []kgo.Hook
+}
+
+// clientOpts are the options of the client called name.
+func (c Options) clientOpts(name string) []kgo.Opt {
+	opts := append([]kgo.Opt{kgo.SeedBrokers(c.Brokers...)}, c.ClientOpts...)
+	if c.Hooks != nil {
+		opts = append(opts, kgo.WithHooks(c.Hooks(name)...))
+	}
+	return opts
 }
 
 func (c Options) withDefaults() Options {

@@ -32,4 +32,11 @@
 // franz-go decodes into record arrays lent by a pool (pool.go) that come back
 // as soon as the records are copied into a batch; batches come from
 // record.NewBatch and the worker that wrote them releases them.
+//
+// Metrics: the package has no metrics dependency. Source.Lag (a
+// source.Lagger) reports each partition's high watermark minus its
+// reader's next offset, from the readers' fetches and a listing of the
+// watermarks at Open and every DiscoverInterval (lag.go); every client the
+// source makes gets the hooks of Options.Hooks (the runtime's franz-go
+// client metrics).
 package kafka

@@ -90,6 +90,7 @@ func open(ctx context.Context, cfg any, env source.Env) (source.Source, error) {
 		StartOffset:      c.StartOffset,
 		Readers:          env.Readers,
 		DiscoverInterval: env.DiscoverEvery,
+		Hooks:            env.KafkaHooks,
 		ClientOpts: append(kafkaclient.Opts(env.Job.Kafka),
 			kgo.FetchMaxBytes(int32(c.FetchMaxBytes)),
 			kgo.FetchMaxPartitionBytes(int32(c.FetchMaxPartitionBytes))),

@@ -37,17 +37,20 @@ type Reader struct {
 	cfg       Options
 	log       zerolog.Logger
 	control   chan control
-	positions Offsets // next offset per owned partition; owned by Run
+	positions Offsets  // next offset per owned partition; owned by Run
+	lag       lagTable // see lag.go
 }
 
 func newReader(index int, cfg Options, starts Offsets, log zerolog.Logger) *Reader {
-	return &Reader{
+	r := &Reader{
 		index:     index,
 		cfg:       cfg,
 		log:       log.With().Int("reader", index).Logger(),
 		control:   make(chan control, 1024),
 		positions: starts.Clone(),
 	}
+	r.lag.setNext(starts)
+	return r
 }
 
 // Index is the reader's number; its task is "source-<index>".
@@ -88,12 +91,11 @@ func (r *Reader) add(ctx context.Context, o Offsets) error {
 // triggered, barriers to em. It returns ctx's error on a normal stop.
 func (r *Reader) Run(ctx context.Context, em source.Emitter) error {
 	opts := append([]kgo.Opt{
-		kgo.SeedBrokers(r.cfg.Brokers...),
 		kgo.ConsumePartitions(toKgo(r.positions)),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.FetchMaxWait(200 * time.Millisecond),
 		kgo.WithPools(kgoRecordPool),
-	}, r.cfg.ClientOpts...)
+	}, r.cfg.clientOpts(fmt.Sprintf("source-%d", r.index))...)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return fmt.Errorf("reader %d: client: %w", r.index, err)
@@ -160,6 +162,7 @@ func (r *Reader) handle(ctx context.Context, cl *kgo.Client, c control, em sourc
 		return em.Cancel(ctx, c.id)
 	case ctlAdd:
 		r.positions.Merge(c.add)
+		r.lag.setNext(c.add)
 		cl.AddConsumePartitions(toKgo(c.add))
 	}
 	return nil
@@ -213,9 +216,13 @@ func (r *Reader) emit(ctx context.Context, cl *kgo.Client, fs kgo.Fetches, em so
 	}
 	savePosition()
 	if len(batch) > 0 {
-		return em.Records(ctx, batch)
+		if err := em.Records(ctx, batch); err != nil {
+			return err
+		}
+	} else {
+		record.Release(batch)
 	}
-	record.Release(batch)
+	r.lag.fetched(fs, r.positions)
 	return nil
 }
 

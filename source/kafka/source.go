@@ -46,8 +46,7 @@ func Open(ctx context.Context, cfg Options, restored Offsets, log zerolog.Logger
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("source config: %w", err)
 	}
-	opts := append([]kgo.Opt{kgo.SeedBrokers(cfg.Brokers...)}, cfg.ClientOpts...)
-	admin, err := kgo.NewClient(opts...)
+	admin, err := kgo.NewClient(cfg.clientOpts("source-admin")...)
 	if err != nil {
 		return nil, fmt.Errorf("source client: %w", err)
 	}
@@ -67,6 +66,7 @@ func Open(ctx context.Context, cfg Options, restored Offsets, log zerolog.Logger
 	for i := range s.readers {
 		s.readers[i] = newReader(i, cfg, s.owned(i, starts), log)
 	}
+	s.refreshLag(ctx)
 	log.Info().Int("partitions", starts.Len()).Int("readers", cfg.Readers).Str("group", cfg.Group).Msg("source opened")
 	return s, nil
 }
@@ -80,8 +80,8 @@ func (s *Source) Readers() []source.Reader {
 	return out
 }
 
-// Run looks for new partitions every Options.DiscoverInterval until ctx is
-// done.
+// Run looks for new partitions, and lists the partitions' high watermarks
+// for Lag, every Options.DiscoverInterval until ctx is done.
 func (s *Source) Run(ctx context.Context) {
 	t := time.NewTicker(s.cfg.DiscoverInterval)
 	defer t.Stop()
@@ -93,6 +93,7 @@ func (s *Source) Run(ctx context.Context) {
 			if err := s.Discover(ctx); err != nil && ctx.Err() == nil {
 				s.log.Warn().Err(err).Msg("partition discovery failed")
 			}
+			s.refreshLag(ctx)
 		}
 	}
 }

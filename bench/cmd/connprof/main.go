@@ -22,6 +22,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
 	"github.com/connector-dev/connector/config"
@@ -64,9 +65,13 @@ func run(cfgPath string, records uint64, cpuProfile, memProfile, heapProfile, mu
 	}
 	zerolog.TimeFieldFormat = time.RFC3339Nano
 	log := zerolog.New(os.Stderr).Level(zerolog.InfoLevel).With().Timestamp().Logger()
-	reg := metrics.NewRegistry()
+	reg := prometheus.NewRegistry() // the job's metrics only
 	job := pipeline.New(cfg, pipeline.Options{Registry: reg, Log: log})
-	out := reg.Counter("connector_records_out_total", "")
+	out := func() uint64 {
+		s, _ := metrics.Gather(reg)
+		n, _ := s.Sum("connector_records_out_total")
+		return uint64(n)
+	}
 
 	if cpuProfile != "" {
 		f, err := os.Create(cpuProfile)
@@ -86,16 +91,16 @@ func run(cfgPath string, records uint64, cpuProfile, memProfile, heapProfile, mu
 	began := time.Now()
 	go func() { done <- job.Run(ctx) }()
 	var cpu0 time.Duration
-	for out.Value() < records {
+	for n := uint64(0); n < records; n = out() {
 		select {
 		case err := <-done:
-			return fmt.Errorf("job ended after %d records: %v", out.Value(), err)
-		case <-time.After(10 * time.Millisecond):
+			return fmt.Errorf("job ended after %d records: %v", n, err)
+		case <-time.After(pollEvery):
 		}
-		if cpu0 == 0 && out.Value() > 0 {
+		if cpu0 == 0 && n > 0 {
 			cpu0 = cpuTime()
 		}
-		if heapProfile != "" && out.Value() >= records/2 {
+		if heapProfile != "" && n >= records/2 {
 			if err := writeHeap(heapProfile); err != nil {
 				return err
 			}
@@ -108,8 +113,9 @@ func run(cfgPath string, records uint64, cpuProfile, memProfile, heapProfile, mu
 	if err := <-done; err != nil {
 		return fmt.Errorf("stopping: %w", err)
 	}
+	n := out()
 	fmt.Fprintf(os.Stderr, "connprof: %d records written in %.2fs (%.0f records/s), %.2f CPU s after the first record (%.2f CPU s per million)\n",
-		out.Value(), took.Seconds(), float64(out.Value())/took.Seconds(), cpu.Seconds(), cpu.Seconds()/(float64(out.Value())/1e6))
+		n, took.Seconds(), float64(n)/took.Seconds(), cpu.Seconds(), cpu.Seconds()/(float64(n)/1e6))
 
 	write := func(name, path string) error {
 		if path == "" {
@@ -130,6 +136,11 @@ func run(cfgPath string, records uint64, cpuProfile, memProfile, heapProfile, mu
 	}
 	return write("block", blockProfile)
 }
+
+// pollEvery is how often the records written are read from the job's
+// metrics. Each reading gathers the whole registry (Pebble's metrics
+// included), so it is kept out of the profiles by not reading too often.
+const pollEvery = 50 * time.Millisecond
 
 // writeHeap writes the in-use heap profile, with the runtime's view of
 // the process's memory in the log.

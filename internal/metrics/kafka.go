@@ -1,0 +1,142 @@
+package metrics
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/plugin/kprom"
+)
+
+// KafkaClients exposes franz-go's client metrics (plugin/kprom: connections,
+// bytes and errors per broker, fetched and produced bytes per topic, what a
+// client buffers) for every open Kafka client of a job, each labelled
+// client="<name>", under the names <namespace>_<kprom's name>.
+//
+// Register it once; then give each new client its own Hooks. A kprom.Metrics
+// serves exactly one client (it makes its series when the client opens and
+// drops them when it closes), so every client gets one, registered on a
+// private registry that this collector gathers while the client is open.
+// The clients of a job come and go with its attempts; the registration
+// stays. A client's counters start at zero when it opens.
+//
+// kprom names two gauges with a _total suffix, which Prometheus' naming
+// rules (promtool check metrics) keep for counters; they are exposed
+// without it: <namespace>_buffered_fetch_records and
+// <namespace>_buffered_produce_records.
+type KafkaClients struct {
+	namespace string
+
+	mu   sync.Mutex
+	open map[*kafkaClient]struct{}
+}
+
+var _ prometheus.Collector = (*KafkaClients)(nil)
+
+// NewKafkaClients returns a collector for clients whose metrics are named
+// <namespace>_*, for example "connector_kafka".
+func NewKafkaClients(namespace string) *KafkaClients {
+	return &KafkaClients{namespace: namespace, open: map[*kafkaClient]struct{}{}}
+}
+
+// Hooks returns the hooks to install on one new client (kgo.WithHooks),
+// whose series are labelled client=name. The client's metrics are exposed
+// from its creation until its Close. Safe for concurrent use; every client
+// needs hooks of its own.
+func (k *KafkaClients) Hooks(name string) []kgo.Hook {
+	c := &kafkaClient{k: k, reg: prometheus.NewRegistry()}
+	m := kprom.NewMetrics(k.namespace, kprom.Registry(c.reg), kprom.WithStaticLabel(prometheus.Labels{"client": name}))
+	return []kgo.Hook{m, c} // kprom makes its series before c exposes them
+}
+
+// kafkaClient is one client's kprom registry; its hooks add it to and
+// remove it from the collector.
+type kafkaClient struct {
+	k   *KafkaClients
+	reg *prometheus.Registry
+}
+
+var (
+	_ kgo.HookNewClient    = (*kafkaClient)(nil)
+	_ kgo.HookClientClosed = (*kafkaClient)(nil)
+)
+
+func (c *kafkaClient) OnNewClient(*kgo.Client) {
+	c.k.mu.Lock()
+	c.k.open[c] = struct{}{}
+	c.k.mu.Unlock()
+}
+
+func (c *kafkaClient) OnClientClosed(*kgo.Client) {
+	c.k.mu.Lock()
+	delete(c.k.open, c)
+	c.k.mu.Unlock()
+}
+
+// Describe describes nothing: the collector is unchecked, since its series
+// come and go with the clients.
+func (k *KafkaClients) Describe(chan<- *prometheus.Desc) {}
+
+// Collect gathers every open client's registry and re-emits its series.
+func (k *KafkaClients) Collect(ch chan<- prometheus.Metric) {
+	k.mu.Lock()
+	regs := make([]*prometheus.Registry, 0, len(k.open))
+	for c := range k.open {
+		regs = append(regs, c.reg)
+	}
+	k.mu.Unlock()
+	for _, reg := range regs {
+		fams, err := reg.Gather()
+		if err != nil {
+			ch <- prometheus.NewInvalidMetric(prometheus.NewDesc(k.namespace+"_client_error", "A Kafka client's metrics could not be gathered.", nil, nil), err)
+		}
+		for _, f := range fams {
+			name := f.GetName()
+			if f.GetType() == dto.MetricType_GAUGE {
+				name = strings.TrimSuffix(name, "_total")
+			}
+			for _, m := range f.GetMetric() {
+				ch <- constMetric(name, f.GetHelp(), f.GetType(), m)
+			}
+		}
+	}
+}
+
+// constMetric rebuilds a gathered series as a metric to emit, with the same
+// labels and value.
+func constMetric(name, help string, t dto.MetricType, m *dto.Metric) prometheus.Metric {
+	names := make([]string, len(m.GetLabel()))
+	values := make([]string, len(m.GetLabel()))
+	for i, l := range m.GetLabel() {
+		names[i], values[i] = l.GetName(), l.GetValue()
+	}
+	desc := prometheus.NewDesc(name, help, names, nil)
+	var (
+		out prometheus.Metric
+		err error
+	)
+	switch t {
+	case dto.MetricType_COUNTER:
+		out, err = prometheus.NewConstMetric(desc, prometheus.CounterValue, m.GetCounter().GetValue(), values...)
+	case dto.MetricType_GAUGE:
+		out, err = prometheus.NewConstMetric(desc, prometheus.GaugeValue, m.GetGauge().GetValue(), values...)
+	case dto.MetricType_UNTYPED:
+		out, err = prometheus.NewConstMetric(desc, prometheus.UntypedValue, m.GetUntyped().GetValue(), values...)
+	case dto.MetricType_HISTOGRAM:
+		h := m.GetHistogram()
+		buckets := make(map[float64]uint64, len(h.GetBucket()))
+		for _, b := range h.GetBucket() {
+			buckets[b.GetUpperBound()] = b.GetCumulativeCount()
+		}
+		out, err = prometheus.NewConstHistogram(desc, h.GetSampleCount(), h.GetSampleSum(), buckets, values...)
+	default:
+		err = fmt.Errorf("%s: a kprom metric of type %s is not re-exposed", name, t)
+	}
+	if err != nil {
+		return prometheus.NewInvalidMetric(desc, err)
+	}
+	return out
+}

@@ -1,0 +1,75 @@
+package metrics
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/connector-dev/connector/internal/kafkatest"
+)
+
+// clientsOf returns the client label values of family name.
+func clientsOf(s Snapshot, name string) map[string]bool {
+	out := map[string]bool{}
+	for _, x := range s.Series(name) {
+		out[x.Labels["client"]] = true
+	}
+	return out
+}
+
+// TestKafkaClientsExposeEachOpenClientOnce: every open client's kprom
+// series appear under its name, a closed client's go, and one registration
+// serves clients that come and go.
+func TestKafkaClientsExposeEachOpenClientOnce(t *testing.T) {
+	b := kafkatest.Fake(t)
+	k := NewKafkaClients("test_kafka")
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(k)
+	open := func(name string) *kgo.Client {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs...), kgo.WithHooks(k.Hooks(name)...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := kadm.NewClient(cl).BrokerMetadata(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		return cl
+	}
+	gather := func() Snapshot {
+		t.Helper()
+		s, err := Gather(reg)
+		if err != nil {
+			t.Fatalf("gather: %v", err)
+		}
+		return s
+	}
+	a, c := open("a"), open("b")
+	s := gather()
+	if got := clientsOf(s, "test_kafka_connects_total"); !got["a"] || !got["b"] || len(got) != 2 {
+		t.Errorf("connects_total for clients %v, want a and b", got)
+	}
+	for name, f := range s {
+		if f.GetType() != dto.MetricType_COUNTER && strings.HasSuffix(name, "_total") {
+			t.Errorf("%s is a %s named like a counter", name, f.GetType())
+		}
+	}
+	if _, ok := s.Sum("test_kafka_buffered_fetch_records"); !ok {
+		t.Error("kprom's buffered_fetch_records_total gauge is not exposed as test_kafka_buffered_fetch_records")
+	}
+	a.Close()
+	if got := clientsOf(gather(), "test_kafka_connects_total"); got["a"] || !got["b"] {
+		t.Errorf("after closing a: clients %v, want b only", got)
+	}
+	c.Close()
+	open("a").Close() // the same name again, after the first one closed
+	for name := range gather() {
+		if strings.HasPrefix(name, "test_kafka_") {
+			t.Errorf("%s is still exposed after every client closed", name)
+		}
+	}
+}
