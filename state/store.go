@@ -15,6 +15,11 @@ import (
 // ErrClosed is returned by every method of a Store after Close.
 var ErrClosed = errors.New("state: store is closed")
 
+// testPebbleOptions lets a test force Pebble's behaviour (no background
+// compaction, say) so that its assertion does not depend on timing. Nil
+// outside tests.
+var testPebbleOptions func(*pebble.Options)
+
 // cacheSize is each Store's block cache: enough for the index, filter and
 // hot data blocks of a few million small keys.
 const cacheSize = 64 << 20
@@ -100,6 +105,9 @@ func open(cfg Config, log zerolog.Logger, wal bool) (*Store, error) {
 	// without reading and decompressing a block.
 	for i := range opts.Levels {
 		opts.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
+	}
+	if testPebbleOptions != nil {
+		testPebbleOptions(opts)
 	}
 	db, err := pebble.Open(cfg.Dir, opts)
 	if err != nil {
