@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"os"
 	"strings"
 	"syscall"
 	"testing"
@@ -40,8 +41,9 @@ func TestExactlyOnceAtEveryCrashPoint(t *testing.T) {
 	// Parallelism 4: four writers, so a commit renames several files and
 	// mid-commit (between two renames) has a moment to hit.
 	j := newJob(t, b, jobSpec{Parallelism: 4, Partitions: 4, Interval: 200 * time.Millisecond})
-	// Runs until stopped: the crash points need records flowing.
-	prod := startProducer(t, b, j.topic, producerSpec{N: 1_000_000, Rate: 2_000})
+	// Runs until stopped: mid-commit needs records flowing. At 2,000 ids/s
+	// 10M ids last 80 minutes, longer than any run of this test may take.
+	prod := startProducer(t, b, j.topic, producerSpec{N: 10_000_000, Rate: 2_000})
 
 	var hit []string
 	for _, afterCleanStop := range []bool{true, false} {
@@ -79,7 +81,13 @@ func (j *job) crashAt(point string, timeout time.Duration) bool {
 		return false
 	}
 	name, _, _ := strings.Cut(point, ":")
-	if !strings.Contains(p.tail(20), "crash point "+name+" reached") {
+	// The whole log, not its tail: other goroutines may still log between
+	// the crash point's line and the kill.
+	log, err := os.ReadFile(p.logPath)
+	if err != nil {
+		j.t.Fatalf("read %s: %v", p.logPath, err)
+	}
+	if !strings.Contains(string(log), "crash point "+name+" reached") {
 		j.errorf(p, "%s: died by SIGKILL, but its log does not say crash point %s was reached", p, name)
 		return false
 	}

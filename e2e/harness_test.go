@@ -119,14 +119,16 @@ type jobSpec struct {
 	Interval    time.Duration    // checkpoint.interval; default 300ms
 	Transforms  []map[string]any // pipeline.transforms, as written in YAML
 	// FullSnapshotAfter is state.full_snapshot_after ("" for the default).
+	// A test may change it between runs: each run's config is written from
+	// the job's spec at its start.
 	FullSnapshotAfter string
 }
 
 // job is one connector job: a topic, a working directory and the runs
 // (processes) started on them, one at a time. Every run gets a fresh config
-// file (only http.addr changes), a fresh port and its own log files. The
-// processes are SIGKILLed when the test ends; if it failed, the tails of the
-// last runs' stderr are printed.
+// file (only http.addr changes, unless the test changed the job's spec), a
+// fresh port and its own log files. The processes are SIGKILLed when the
+// test ends; if it failed, the tails of the last runs' stderr are printed.
 type job struct {
 	t       *testing.T
 	bin     string

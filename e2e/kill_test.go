@@ -15,8 +15,10 @@ import (
 // transform, some ids are also produced twice on purpose, and still appear
 // once; its state.full_snapshot_after is small, so that full snapshots are
 // taken often (in the background while the worker writes on, or at a
-// barrier after a restart's backlog): workers must have restored both
-// changelogs alone and a full snapshot plus changelogs.
+// barrier after a restart's backlog) and the kills land around them too.
+// Which kinds of state restore the kills led to depends on where they
+// landed, so they are logged, not required; restore_test.go makes each kind
+// on purpose.
 func TestExactlyOnceUnderRandomSIGKILL(t *testing.T) {
 	b := cluster(t)
 	dedup := []map[string]any{{"type": "dedup", "key": "id", "ttl": "1h"}}
@@ -79,20 +81,16 @@ func randomKills(t *testing.T, b kafkatest.Brokers, spec jobSpec, dupEvery int) 
 		extra = fmt.Sprintf("input_duplicates=%d", prod.dups.Load())
 	}
 	j.requireExactlyOnce(n, kills, extra)
-	if spec.FullSnapshotAfter != "" {
-		requireChainRestores(t, j)
+	if spec.Transforms != nil {
+		logRestoreKinds(t, j)
 	}
 }
 
-// requireChainRestores checks that some worker restored a full snapshot
-// plus changelogs, and some changelogs alone (state that began empty).
-func requireChainRestores(t *testing.T, j *job) {
-	type restore struct {
-		Full       string `json:"full"`
-		Changelogs int    `json:"changelogs"`
-	}
+// logRestoreKinds logs how the workers restored their state over the job's
+// runs. It checks nothing: the kinds depend on where random kills landed.
+func logRestoreKinds(t *testing.T, j *job) {
 	var both, logsOnly, fullOnly int
-	for _, r := range logLines[restore](j, "state restored") {
+	for _, r := range logLines[stateRestore](j, "state restored") {
 		switch {
 		case r.Full != "" && r.Changelogs > 0:
 			both++
@@ -102,8 +100,6 @@ func requireChainRestores(t *testing.T, j *job) {
 			fullOnly++
 		}
 	}
-	t.Logf("worker state restores: %d full snapshot + changelogs, %d changelogs only, %d full snapshot only", both, logsOnly, fullOnly)
-	if both == 0 || logsOnly == 0 {
-		t.Errorf("want restores from both a full snapshot plus changelogs and changelogs alone")
-	}
+	t.Logf("worker state restores (not checked; they depend on where the kills landed): %d full snapshot + changelogs, %d changelogs only, %d full snapshot only",
+		both, logsOnly, fullOnly)
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"net/http"
 	"regexp"
 	"strconv"
 	"testing"
@@ -56,6 +57,75 @@ func endOffsets(t testing.TB, b kafkatest.Brokers, topic string) map[int32]int64
 		got[p] = o.Offset
 	}
 	return got
+}
+
+// waitCheckpointAtEnd polls /api/checkpoints until the last checkpoint p
+// completed holds, as its source offsets, the end of every partition of the
+// job's topic as they are now: every record produced so far went through a
+// completed checkpoint (its output is committed, the state it wrote is in
+// the checkpoint's snapshot). Call it once nothing more is being produced.
+// It fails the test when p ends or timeout passes.
+func (j *job) waitCheckpointAtEnd(p *proc, timeout time.Duration) {
+	j.t.Helper()
+	ends := endOffsets(j.t, j.brokers, j.topic)
+	t0 := time.Now()
+	deadline := t0.Add(timeout)
+	last := "none"
+	for {
+		id, offsets, err := p.lastCompleted()
+		if err == nil && id > 0 {
+			last = fmt.Sprintf("checkpoint %d at %s", id, offsets)
+			if cp, err := checkpointOffsets([]byte(offsets), j.topic); err == nil && atEnds(cp, ends) {
+				j.t.Logf("%s: checkpoint %d covers the partition ends %v, %v after the wait began",
+					p, id, sorted(ends), time.Since(t0).Round(time.Millisecond))
+				return
+			}
+		} else if err != nil {
+			last = err.Error()
+		}
+		j.requireRunning(p, "waiting for a checkpoint at the partition ends")
+		if time.Now().After(deadline) {
+			j.fatalf(p, "%s: no completed checkpoint at the partition ends %v within %v (last: %s)", p, sorted(ends), timeout, last)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// lastCompleted asks /api/checkpoints for the last checkpoint the run
+// completed: its id (0 if none yet) and source offsets as text
+// ("<topic>/0=12 <topic>/1=40").
+func (p *proc) lastCompleted() (uint64, string, error) {
+	code, body, err := p.get("/api/checkpoints")
+	if err != nil {
+		return 0, "", err
+	}
+	if code != http.StatusOK {
+		return 0, "", fmt.Errorf("/api/checkpoints: HTTP %d: %s", code, body)
+	}
+	var st struct {
+		LastCompleted *struct {
+			ID      uint64 `json:"id"`
+			Offsets string `json:"offsets"`
+		} `json:"last_completed"`
+	}
+	if err := json.Unmarshal(body, &st); err != nil {
+		return 0, "", fmt.Errorf("/api/checkpoints: %v: %s", err, body)
+	}
+	if st.LastCompleted == nil {
+		return 0, "", nil
+	}
+	return st.LastCompleted.ID, st.LastCompleted.Offsets, nil
+}
+
+// atEnds reports whether offsets are ends for every partition (a partition
+// the offsets leave out counts as 0).
+func atEnds(offsets, ends map[int32]int64) bool {
+	for p, end := range ends {
+		if offsets[p] != end {
+			return false
+		}
+	}
+	return true
 }
 
 // checkpointOffsets finds the source offsets of topic in the output of

@@ -228,11 +228,14 @@ func (j *job) logLevels() {
 	}
 }
 
-// logLines decodes the runs' log lines with the given message into new(T)
-// values, in order.
-func logLines[T any](j *job, message string) []T {
+// logLines decodes the log lines with the given message of the runs (all
+// of the job's if none are given) into new(T) values, in order.
+func logLines[T any](j *job, message string, runs ...*proc) []T {
+	if len(runs) == 0 {
+		runs = j.runs
+	}
 	var out []T
-	for _, p := range j.runs {
+	for _, p := range runs {
 		data, err := os.ReadFile(p.logPath)
 		if err != nil {
 			j.t.Fatalf("read %s: %v", p.logPath, err)
@@ -249,6 +252,23 @@ func logLines[T any](j *job, message string) []T {
 		}
 	}
 	return out
+}
+
+// stateRestore is the contract's "state restored" log line: a worker
+// restored its keyed state from the full snapshot Full ("" for none: state
+// that began empty) and Changelogs changelogs after it.
+type stateRestore struct {
+	Worker     int    `json:"worker"`
+	Full       string `json:"full"`
+	Changelogs int    `json:"changelogs"`
+}
+
+func (r stateRestore) String() string {
+	full := r.Full
+	if full == "" {
+		full = "none"
+	}
+	return fmt.Sprintf("worker %d: full snapshot %s + %d changelogs", r.Worker, full, r.Changelogs)
 }
 
 // requireRunning fails the test if p has ended.

@@ -36,8 +36,8 @@ type producer struct {
 	topic    string
 	cl       *kgo.Client
 	cancel   context.CancelFunc
-	sent     atomic.Int64 // ids sent (unique)
-	dups     atomic.Int64 // intentional duplicates sent
+	sent     atomic.Int64 // ids handed to the client (unique): 0..sent-1
+	dups     atomic.Int64 // intentional duplicates handed to the client
 	done     chan struct{}
 	halt     chan struct{} // closed by stop
 	started  time.Time
@@ -82,17 +82,19 @@ func (p *producer) run(ctx context.Context) {
 	const dupDelay = 1000
 	var delayed []int // ids to send again, in the order they fall due
 	send := func(id int, dup bool) {
+		// Counted before the client has it, so that an id read from the
+		// output is always below sent.
+		if dup {
+			p.dups.Add(1)
+		} else {
+			p.sent.Add(1)
+		}
 		r := &kgo.Record{Key: []byte(strconv.Itoa(id)), Value: recordValue(id, dup)}
 		p.cl.Produce(ctx, r, func(_ *kgo.Record, err error) {
 			if err != nil && ctx.Err() == nil {
 				p.fail(fmt.Errorf("produce id %d: %w", id, err))
 			}
 		})
-		if dup {
-			p.dups.Add(1)
-		} else {
-			p.sent.Add(1)
-		}
 	}
 	next := 0
 	for next < p.spec.N {
@@ -159,6 +161,21 @@ func (p *producer) stop(t testing.TB, timeout time.Duration) int {
 	return int(p.sent.Load())
 }
 
+// stopAfter lets the producer go on until it has sent atLeast ids (or
+// ended by itself), then stops it as stop does and returns how many it
+// sent: the ids [0, sent).
+func (p *producer) stopAfter(t testing.TB, atLeast int, timeout time.Duration) int {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for p.running() && p.sent.Load() < int64(atLeast) {
+		if time.Now().After(deadline) {
+			t.Fatalf("producer: %d of at least %d ids sent after %v", p.sent.Load(), atLeast, timeout)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return p.stop(t, timeout)
+}
+
 // wait waits for every id to be sent and acknowledged.
 func (p *producer) wait(t testing.TB, timeout time.Duration) {
 	t.Helper()
@@ -172,4 +189,30 @@ func (p *producer) wait(t testing.TB, timeout time.Duration) {
 	}
 	t.Logf("producer: %d ids and %d intentional duplicates in %v",
 		p.sent.Load(), p.dups.Load(), p.finished.Sub(p.started).Round(time.Millisecond))
+}
+
+// produceIDs sends the ids [from, to) and waits until every one is
+// acknowledged: keyed by id and valued as startProducer does, so a copy
+// lands in the partition (and worker) of its id. With copies, each is sent
+// as a copy ("dup":true) of an id sent before.
+func produceIDs(t testing.TB, b kafkatest.Brokers, topic string, from, to int, copies bool) {
+	t.Helper()
+	cl, err := kgo.NewClient(
+		kgo.SeedBrokers(b.Addrs...),
+		kgo.DefaultProduceTopic(topic),
+		kgo.RequiredAcks(kgo.AllISRAcks()),
+	)
+	if err != nil {
+		t.Fatalf("producer client: %v", err)
+	}
+	defer cl.Close()
+	var rs []*kgo.Record
+	for id := from; id < to; id++ {
+		rs = append(rs, &kgo.Record{Key: []byte(strconv.Itoa(id)), Value: recordValue(id, copies)})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := cl.ProduceSync(ctx, rs...).FirstErr(); err != nil {
+		t.Fatalf("produce ids [%d, %d): %v", from, to, err)
+	}
 }

@@ -13,14 +13,17 @@ import (
 // member's session. The output stays exactly once.
 func TestRestartAfterSIGKILLWritesFirstRecordWithinFiveSeconds(t *testing.T) {
 	const (
-		n      = 24_000
-		rate   = 2_000 // ids/s: production outlasts the three restarts
+		n0     = 24_000 // ids at least
+		rate   = 2_000  // ids/s
 		rounds = 3
 		limit  = 5 * time.Second
 	)
 	b := cluster(t)
 	j := newJob(t, b, jobSpec{Parallelism: 4})
-	prod := startProducer(t, b, j.topic, producerSpec{N: n, Rate: rate})
+	// Runs until stopped after the rounds (and n0 ids), so every restart has
+	// new ids to write however long the rounds take (10M ids would last 80
+	// minutes).
+	prod := startProducer(t, b, j.topic, producerSpec{N: 10_000_000, Rate: rate})
 	positive := func(v float64) bool { return v > 0 }
 
 	p := j.start()
@@ -42,7 +45,7 @@ func TestRestartAfterSIGKILLWritesFirstRecordWithinFiveSeconds(t *testing.T) {
 	}
 	t.Logf("restart after SIGKILL: first record out within %v (worst of %d)", slices.Max(took).Round(time.Millisecond), rounds)
 
-	prod.wait(t, time.Minute)
+	n := prod.stopAfter(t, n0, 2*time.Minute)
 	j.waitForAll(p, n, 90*time.Second)
 	j.terminate(p, time.Minute)
 	j.requireExactlyOnce(n, rounds, "")

@@ -10,10 +10,17 @@ import (
 // its visible output; a restart continues where it stopped, and in the end
 // every id is visible exactly once.
 func TestSIGTERMMidStreamExitsZeroAndRestartContinues(t *testing.T) {
-	const n = 40_000
+	// The producer runs until stopped once the restart writes and n0 ids
+	// were sent (10M ids would last 80 minutes at 2,000 ids/s), so the
+	// SIGTERM is mid-stream however long the first run takes to get going,
+	// and the restart has new ids to continue with.
+	const (
+		maxIDs = 10_000_000
+		n0     = 40_000 // ids at least
+	)
 	b := cluster(t)
 	j := newJob(t, b, jobSpec{Parallelism: 4})
-	prod := startProducer(t, b, j.topic, producerSpec{N: n, Rate: 2_000})
+	prod := startProducer(t, b, j.topic, producerSpec{N: maxIDs, Rate: 2_000})
 
 	p := j.start()
 	j.waitReady(p, 30*time.Second)
@@ -28,16 +35,18 @@ func TestSIGTERMMidStreamExitsZeroAndRestartContinues(t *testing.T) {
 	if err != nil {
 		t.Fatalf("read output: %v", err)
 	}
-	t.Logf("after the first SIGTERM: %d ids produced, %d visible", prod.sent.Load(), mid.present(n))
-	if tl := tallyOutput(mid, n); tl.duplicates+tl.unexpected+tl.bad > 0 {
+	sent := int(prod.sent.Load()) // read after the output: every visible id is below it
+	t.Logf("after the first SIGTERM: %d ids produced, %d visible", sent, mid.present(sent))
+	if tl := tallyOutput(mid, sent); tl.duplicates+tl.unexpected+tl.bad > 0 {
 		t.Errorf("after the first SIGTERM: %s", tl)
 	}
-	if mid.present(n) == 0 {
+	if mid.present(sent) == 0 {
 		t.Errorf("after the first SIGTERM nothing is visible: the final checkpoint was not committed")
 	}
 
 	p = j.start()
-	prod.wait(t, time.Minute)
+	j.waitMetric(p, metricRecordsOut, func(v float64) bool { return v > 0 }, 50*time.Millisecond, 30*time.Second)
+	n := prod.stopAfter(t, n0, 2*time.Minute)
 	j.waitForAll(p, n, 90*time.Second)
 	j.terminate(p, time.Minute)
 	j.requireExactlyOnce(n, 0, "sigterms=2")

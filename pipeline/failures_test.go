@@ -62,9 +62,12 @@ func TestFailedCheckpointsDoNotStopTheJob(t *testing.T) {
 			}
 			return nil
 		}},
-		"timeout": {checkpoint: "timeout: 300ms", fault: func(op errorfs.Op) error {
+		// An fsync three times the timeout makes every checkpoint that
+		// syncs a file time out; without the fault a checkpoint takes some
+		// 10 ms, far within the timeout even on a loaded machine.
+		"timeout": {checkpoint: "timeout: 1s", fault: func(op errorfs.Op) error {
 			if op.Kind == errorfs.OpFileSync {
-				time.Sleep(time.Second)
+				time.Sleep(3 * time.Second)
 			}
 			return nil
 		}},
