@@ -284,7 +284,7 @@ func TestOpenRetriesUntilTheTopicExistsOrContextEnds(t *testing.T) {
 	b := kafkatest.Cluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)
 	defer cancel()
-	_, err := Open(ctx, Options{Brokers: b.Addrs, Topics: []string{"no-such-topic-xyz"}, Group: "g"}, nil, testLog(t))
+	_, err := Open(ctx, Options{Brokers: b.Addrs, Topics: []string{fmt.Sprintf("no-such-topic-%d", time.Now().UnixNano())}, Group: "g"}, nil, testLog(t))
 	if err == nil {
 		t.Fatal("Open succeeded on a missing topic")
 	}
