@@ -4,30 +4,45 @@
 //
 // The graph, for parallelism P:
 //
-//	source-0 ─┐                ┌─> worker-0: aligner -> transforms -> sink writer 0
-//	source-1 ─┼─ shuffle by key┼─> worker-1: ...
-//	...       ┘  (P×P channels)└─> worker-P-1
+//	source-0 ─┐                      ┌─> worker-0: aligner -> transforms -> sink writer 0
+//	source-1 ─┼─ shuffle by key group┼─> worker-1: ...
+//	...       ┘     (P×P channels)   └─> worker-P-1
 //
-// Each source task is a source.Reader owning a share of the partitions; its
-// emitter (emitter.go) splits every batch by record key into one bounded
-// channel per worker, so every worker has P input channels and aligns
-// barriers across them with a checkpoint.Aligner. Bounded channels give
-// backpressure all the way to the Kafka fetch.
+// Sources, sinks and transforms are kinds registered by their own packages
+// (source.Open, sink.New, transform.Build); the runtime holds their
+// interfaces and never switches over kinds. Each source task is a
+// source.Reader owning a share of the input; its emitter (emitter.go) puts
+// every record in its key group (hash of its key mod
+// pipeline.max_parallelism; records without a key: their partition) and
+// splits the batch into one bounded channel per worker, the worker whose
+// key-group range holds the group (Flink's ranges, package
+// internal/keygroup). So every worker has P input channels and aligns
+// barriers across them with a checkpoint.Aligner, and keyed state is
+// partitioned by key group: a restart at another parallelism gives each
+// worker the key groups of its new range from the old workers' snapshots
+// (restore.go, package state). Bounded channels give backpressure all the
+// way to the source's fetch.
+//
+// An attempt (attempt.go) runs in three phases: restore (restore.go: the
+// checkpoint store, the checkpoint, the sink's recovery, keyed state, the
+// source at its positions), build (graph.go) and start. The deterministic
+// harness (harness_test.go, testdata/runtime) runs the first two and then
+// drives the workers' and the driver's steps itself, with no goroutine.
 //
 // Following a record: source.Reader.Run -> emitter.Records -> worker channel
 // -> worker.run (Aligner: ProcessRecord) -> worker.process: transform.Chain,
 // then sink.Writer.Write.
 //
 // Following barrier n: driver performs TriggerSources(n) -> Reader.Trigger ->
-// emitter.Barrier (acks the source's offsets, sends n on every channel) ->
+// emitter.Barrier (acks the reader's position, sends n on every channel) ->
 // worker.run (Aligner: SnapshotAndForward once n came on every channel) ->
 // worker.snapshot: sink PreCommitAsync and state.Store.Checkpoint set aside
 // what belongs to n; the worker goes on while other goroutines run the
 // sink's finish and write the state's changelog (Pending.Wait), then send
 // the Ack -> driver:
 // PersistMetadata (store.Persist) -> NotifyComplete: sink Commit, writers
-// Committed, source offsets committed to the group, then store.Collect
-// (retention). The "checkpoint completed" log line splits its duration into
+// Committed, the source's positions committed (Kafka: to the group), then
+// store.Collect (retention, and deleting what the state gave up). The "checkpoint completed" log line splits its duration into
 // these phases: acked (trigger to the last ack), persist, commit.
 //
 // Metrics: the job's families are defined in metrics.go and registered once
@@ -39,5 +54,7 @@
 // restart in process; nothing is registered again.
 //
 // It owns no decision about checkpoints (package checkpoint decides), no
-// Kafka protocol (package source), no output format (package sink).
+// input protocol (package source and its kinds), no output format (package
+// sink and its kinds), and deletes no file (the checkpoint store owns the
+// state root's files).
 package pipeline

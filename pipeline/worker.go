@@ -124,11 +124,11 @@ func (w *worker) perform(ctx context.Context, o checkpoint.Output[batch]) (done 
 	case checkpoint.ProcessRecord:
 		err := w.process(ctx, o.Record)
 		record.Release(o.Record) // written (or handled as bad records): nothing keeps the batch
-		// A worker with full input channels never blocks, so it kept its
-		// CPU for whole 10 ms time slices while a checkpoint's goroutines
-		// (the pre-commit's rest, the driver) waited to run. Yielding after
-		// each batch took the dedup benchmark's checkpoint p50 from 54 to
-		// 28 ms at the same throughput (bench/profile --dedup u, 2 cores).
+		// A worker with full input channels never blocks, so it would keep
+		// its CPU for whole scheduler time slices while a checkpoint's
+		// goroutines (the pre-commit's rest, the driver) wait to run:
+		// yielding after each batch lets them in (bench/RESULTS.md,
+		// "Design measurements").
 		runtime.Gosched()
 		return false, err
 	case checkpoint.SnapshotAndForward:

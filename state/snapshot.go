@@ -37,15 +37,11 @@ type Handle struct {
 // of the live WAL files instead), a hard link per sstable and a copy of the
 // MANIFEST and OPTIONS.
 //
-// Durability, as done by pebble.(*DB).Checkpoint in v2.1.7 (checkpoint.go):
-// the flush wrote and synced an sstable holding every write (with the WAL
-// on, WithFlushedWAL syncs the working WAL instead, so that its copy holds
-// every write); Checkpoint creates dir and syncs every parent it
-// created plus the closest existing ancestor (mkdirAllAndSyncParents); the
-// OPTIONS, MANIFEST and WAL copies (vfs.CopyAcrossFS) and the format-version
-// and manifest markers (atomicfs) are synced as written; sstables are hard
-// links to files Pebble synced when it wrote them; dir itself is synced
-// last. So when Snapshot returns nil, dir survives a crash.
+// Durability is Pebble's Checkpoint's: it syncs what it writes, the
+// directories it creates and dir itself, and hard-links sstables Pebble
+// synced when it wrote them. So when Snapshot returns nil, dir survives a
+// crash; crash_test.go checks it on a filesystem that drops every unsynced
+// write, whatever the version of Pebble underneath.
 //
 // On error, dir is removed (best-effort) and the Store stays usable: no
 // write is lost and a later Snapshot may succeed. On success the caller owns

@@ -65,11 +65,10 @@ func Open(cfg Config, log zerolog.Logger) (*Store, error) {
 // open is Open with a choice of write-ahead log. Open turns Pebble's WAL
 // off: a checkpoint's changelog (see Checkpoint) is what makes writes
 // durable, and a full snapshot flushes the memtable first. With the WAL on
-// (unsynced), a full snapshot syncs and copies the live WAL instead, 1.3-2x
-// faster, but every write costs about 10% more (bench_test.go measures
-// both) and the disk gets the WAL's bytes too. In the dedup benchmark over
-// 1M keys (bench/profile --dedup u), turning it off made the job 5% faster
-// with checkpoint max 77 ms instead of 119 ms.
+// (unsynced), a full snapshot syncs and copies the live WAL instead, which
+// is quicker, but every write costs more and the disk gets the WAL's bytes
+// too (bench_test.go measures both; bench/RESULTS.md, "Design
+// measurements", has the job-level figures).
 func open(cfg Config, log zerolog.Logger, wal bool) (*Store, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {

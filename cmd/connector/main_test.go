@@ -145,3 +145,16 @@ func TestVersionNamesConnectorGoFranzGoAndPebble(t *testing.T) {
 	}
 	t.Logf("\n%s", out)
 }
+
+// TestKindsListsWhatThisBuildRuns: every kind validate accepts, by section.
+func TestKindsListsWhatThisBuildRuns(t *testing.T) {
+	code, out, _ := call(t, "kinds")
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	for _, want := range []string{"source:\n  kafka ", "(default)", "sink:\n  file ", "\n  stdout ", "transform:\n  dedup ", "\n  filter ", "\n  project "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("kinds lacks %q:\n%s", want, out)
+		}
+	}
+}

@@ -76,8 +76,8 @@ const writeBackEvery = 4 << 20
 // elsewhere), keeping the last MiB dirty because it may still be rewritten
 // by the page cache. It guarantees nothing: durability comes from the fsync
 // in finish, which then has little left to do, so a checkpoint's pre-commit
-// stays short (without write-back: 430 ms instead of 80 ms at 190 MB/s). An
-// error here is left to that fsync.
+// stays short (bench/RESULTS.md, "Design measurements"). An error here is
+// left to that fsync.
 func (p *part) startWriteBack() {
 	to := p.off - 1<<20
 	if to-p.written < writeBackEvery {
