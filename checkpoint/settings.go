@@ -95,7 +95,21 @@ type Config struct {
 	// the count. 0 fails the job on the first failed checkpoint. A failed
 	// checkpoint discards nothing: its committables go into the next one.
 	TolerableFailures int `yaml:"tolerable_failures" default:"5" doc:"failed checkpoints in a row before the job restarts"`
+	// OnUnrestorable says what a start does when the newest checkpoint on
+	// disk cannot be restored (damaged metadata, a missing state file):
+	// "fail" (the default) refuses, naming the checkpoint and the problem,
+	// unless restoring an older one is provably safe (the sink shows no
+	// output of the checkpoints skipped); "fall_back" restores the newest
+	// restorable one (or none), accepting that output the skipped
+	// checkpoints committed is written again.
+	OnUnrestorable string `yaml:"on_unrestorable" default:"fail" doc:"fail | fall_back: when the newest checkpoint cannot be restored"`
 }
+
+// OnUnrestorable values.
+const (
+	UnrestorableFail     = "fail"
+	UnrestorableFallBack = "fall_back"
+)
 
 // Upper bounds: far above any sensible value, low enough that a typo
 // cannot exhaust memory.
@@ -122,6 +136,7 @@ func (c *Config) Validate(p *spec.Problems) {
 	spec.NotNegative(p, "initial_delay", c.InitialDelay)
 	spec.AtMost(p, "initial_delay", c.InitialDelay, maxDuration)
 	p.Between("tolerable_failures", c.TolerableFailures, 0, math.MaxInt32)
+	spec.OneOf(p, "on_unrestorable", "choice", c.OnUnrestorable, UnrestorableFail, UnrestorableFallBack)
 }
 
 // DefaultConfig returns the checkpoint: section with every default filled.

@@ -22,7 +22,7 @@ func TestMinimalFileGetsDesignDefaults(t *testing.T) {
 		t.Errorf("kafka/source: %+v %+v", j.Kafka, src(j))
 	}
 	wantCkpt := checkpoint.Config{Interval: time.Second, Timeout: time.Minute, MaxConcurrent: 1, Retained: 3,
-		Mode: checkpoint.ExactlyOnce, Dir: "./data/checkpoints", InitialDelay: time.Second, TolerableFailures: 5}
+		Mode: checkpoint.ExactlyOnce, Dir: "./data/checkpoints", InitialDelay: time.Second, TolerableFailures: 5, OnUnrestorable: "fail"}
 	if j.Checkpoint != wantCkpt {
 		t.Errorf("checkpoint:\n got %+v\nwant %+v", j.Checkpoint, wantCkpt)
 	}

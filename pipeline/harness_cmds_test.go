@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/datadriven"
+	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/connector-dev/connector/checkpoint"
 )
@@ -38,14 +39,18 @@ var commands = map[string]command{
 	"stop":           {needsAttempt: true, run: cmdStop},
 	"status":         {needsAttempt: true, run: cmdStatus},
 	"sink":           {run: cmdSink},
+	"damage":         {run: cmdDamage},
+	"lose-state":     {run: cmdLoseState},
 }
 
-// job [parallelism=N] [max-parallelism=N] [dedup] [tolerable=N] [max-concurrent=N] [timeout=D]
+// job [parallelism=N] [max-parallelism=N] [dedup] [tolerable=N] [max-concurrent=N] [timeout=D] [on-unrestorable=fail|fall_back]
 //
 // Sets the job that the next start or restart runs. Defaults: parallelism
 // 1, max-parallelism 8, no transform (dedup: a dedup on the record's id),
-// tolerable 5, max-concurrent 1, timeout 1m. Prints nothing.
+// tolerable 5, max-concurrent 1, timeout 1m, on-unrestorable fail. Prints
+// nothing.
 func cmdJob(h *harness, t *testing.T, d *datadriven.TestData) error {
+	d.MaybeScanArgs(t, "on-unrestorable", &h.opts.onUnrestorable)
 	d.MaybeScanArgs(t, "parallelism", &h.opts.parallelism)
 	d.MaybeScanArgs(t, "max-parallelism", &h.opts.maxParallelism)
 	d.MaybeScanArgs(t, "tolerable", &h.opts.tolerable)
@@ -368,4 +373,50 @@ func parseDuration(t *testing.T, s string) time.Duration {
 		t.Fatal(errors.Join(fmt.Errorf("bad duration %q", s), err))
 	}
 	return d
+}
+
+// damage id=N
+//
+// Truncates checkpoint N's metadata file, as a torn write or a bad disk
+// would (the next start cannot restore it).
+func cmdDamage(h *harness, t *testing.T, d *datadriven.TestData) error {
+	var id int
+	d.ScanArgs(t, "id", &id)
+	name := "/chk/" + checkpoint.ID(id).Name() + ".meta"
+	f, err := h.mem.Create(name, vfs.WriteCategoryUnspecified) // empties it
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if _, err := f.Write([]byte("CONNCKPT")); err != nil {
+		return err
+	}
+	return f.Sync()
+}
+
+// lose-state
+//
+// Deletes the changelogs under the state root (lost by an operator, say):
+// every checkpoint that lists one can no longer be restored.
+func cmdLoseState(h *harness, _ *testing.T, _ *datadriven.TestData) error {
+	names, err := h.mem.List("/state")
+	if err != nil {
+		return err
+	}
+	slices.Sort(names)
+	for _, dir := range names {
+		if _, ok := checkpoint.ParseName(dir); !ok {
+			continue
+		}
+		files, _ := h.mem.List("/state/" + dir)
+		for _, f := range files {
+			if strings.HasSuffix(f, ".changelog") {
+				world.printf("removed /state/%s/%s", dir, f)
+				if err := h.mem.Remove("/state/" + dir + "/" + f); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
 }

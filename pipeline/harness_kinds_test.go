@@ -207,6 +207,21 @@ func (s *recordingSink) Recover(ctx context.Context, restored []sink.Committable
 
 func (s *recordingSink) Close() error { return nil }
 
+var _ sink.Auditor = (*recordingSink)(nil)
+
+// CommittedAfter lists the committed committables of checkpoints after id.
+func (s *recordingSink) CommittedAfter(_ context.Context, id checkpoint.ID) ([]string, error) {
+	var out []string
+	for name := range s.committed {
+		var n checkpoint.ID
+		if _, err := fmt.Sscanf(name, "%d/", &n); err == nil && n > id {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
 // recordingWriter keeps what was written since its last pre-commit, and
 // the committables not yet known committed (carried forward).
 type recordingWriter struct {

@@ -59,6 +59,7 @@ type harnessJob struct {
 	parallelism, maxParallelism, tolerable, maxConcurrent int
 	dedup                                                 bool
 	timeout                                               time.Duration
+	onUnrestorable                                        string
 }
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -67,7 +68,7 @@ func newHarness(t *testing.T) *harness {
 	world = &harnessWorld{out: &strings.Builder{}, partitions: make([][]string, 4),
 		sink: recordingSink{pending: map[string][]string{}, committed: map[string]bool{}}}
 	return &harness{t: t, mem: vfs.NewCrashableMem(), faults: &faultSwitch{}, now: t0, ctx: context.Background(),
-		opts: harnessJob{parallelism: 1, maxParallelism: 8, tolerable: 5, maxConcurrent: 1, timeout: time.Minute}}
+		opts: harnessJob{parallelism: 1, maxParallelism: 8, tolerable: 5, maxConcurrent: 1, timeout: time.Minute, onUnrestorable: "fail"}}
 }
 
 func (h *harness) close() {
@@ -106,11 +107,11 @@ func (h *harness) config() *config.Job {
 name: harness
 kafka: {brokers: ["unused:9092"]}
 source: {type: scripted}
-checkpoint: {interval: 1h, initial_delay: 1h, timeout: %s, tolerable_failures: %d, max_concurrent: %d, dir: /chk}
+checkpoint: {interval: 1h, initial_delay: 1h, timeout: %s, tolerable_failures: %d, max_concurrent: %d, on_unrestorable: %s, dir: /chk}
 state: {dir: /state}
 pipeline: {parallelism: %d, max_parallelism: %d, channel_capacity: 1000000, transforms: [%s]}
 sink: {type: recording}
-`, o.timeout, o.tolerable, o.maxConcurrent, o.parallelism, o.maxParallelism, transforms)
+`, o.timeout, o.tolerable, o.maxConcurrent, o.onUnrestorable, o.parallelism, o.maxParallelism, transforms)
 	j, err := config.Parse("harness.yaml", []byte(y), func(string) (string, bool) { return "", false })
 	if err != nil {
 		h.t.Fatalf("harness config: %v", err)

@@ -37,6 +37,7 @@ type jobMetrics struct {
 	badSkipped         prometheus.Counter
 	badDeadLettered    prometheus.Counter
 	offsetCommitErrors prometheus.Counter
+	restoreFallbacks   prometheus.Counter
 
 	attempt *attemptMetrics
 	kafka   *metrics.KafkaClients
@@ -85,14 +86,16 @@ func newJobMetrics(reg prometheus.Registerer) *jobMetrics {
 		badSkipped:         counter("connector_records_skipped_total", "Records that could not be processed and were skipped (on_decode_error: skip)."),
 		badDeadLettered:    counter("connector_records_dead_lettered_total", "Records that could not be processed and went to the dead-letter topic."),
 		offsetCommitErrors: counter("connector_offset_commit_errors_total", "Failed commits of checkpoint offsets to the consumer group."),
-		attempt:            newAttemptMetrics(),
-		kafka:              metrics.NewKafkaClients("connector_kafka"),
+		restoreFallbacks: counter("connector_checkpoint_restore_fallbacks_total",
+			"Starts that restored an older checkpoint than the newest on disk, which could not be restored (its output may be written again)."),
+		attempt: newAttemptMetrics(),
+		kafka:   metrics.NewKafkaClients("connector_kafka"),
 	}
 	reg.MustRegister(
 		m.recordsIn, m.recordsOut, m.checkpointsDone, m.checkpointsFailed,
 		m.checkpointDuration, m.checkpointSize, m.alignment, m.syncPart, m.asyncPart,
 		m.lastCompleted, m.lastCompletedAt, m.restarts, m.badSkipped, m.badDeadLettered,
-		m.offsetCommitErrors, m.attempt, m.kafka,
+		m.offsetCommitErrors, m.restoreFallbacks, m.attempt, m.kafka,
 	)
 	return m
 }

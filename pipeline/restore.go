@@ -23,6 +23,7 @@ import (
 type restoredJob struct {
 	restored                      // what the checkpoint holds for each part
 	md       *checkpoint.Metadata // the checkpoint; nil: none
+	skipped  []store.Skipped      // newer checkpoints on disk that cannot be restored
 	store    *store.Store
 	specs    []transform.Spec
 	stateful bool
@@ -62,11 +63,14 @@ func (a *attempt) restore(ctx context.Context, stop <-chan struct{}) (*restoredJ
 func (a *attempt) loadCheckpoint() (*restoredJob, error) {
 	j, cfg, log := a.j, a.j.cfg, a.j.log
 	st, err := store.Open(j.fs, cfg.Checkpoint.Dir, cfg.State.Dir, cfg.Checkpoint.Retained, log)
+	if errors.Is(err, store.ErrLocked) {
+		return nil, fmt.Errorf("%w: job %s: %w", errPermanent, cfg.Name, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open checkpoint store: %w", err)
 	}
 	a.defer_(func() { _ = st.Close() })
-	md, err := st.LoadLatest()
+	md, skipped, err := st.LoadLatest()
 	if err != nil {
 		return nil, fmt.Errorf("load checkpoint: %w", err)
 	}
@@ -74,7 +78,7 @@ func (a *attempt) loadCheckpoint() (*restoredJob, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errPermanent, err)
 	}
-	r := &restoredJob{restored: rs, md: md, store: st, specs: transform.Specs(cfg.Pipeline.Transforms),
+	r := &restoredJob{restored: rs, md: md, skipped: skipped, store: st, specs: transform.Specs(cfg.Pipeline.Transforms),
 		states: &stateFiles{root: cfg.State.Dir}}
 	r.stateful = transform.Stateful(r.specs)
 	if r.stateful && rs.legacyState {
@@ -94,14 +98,18 @@ func (a *attempt) loadCheckpoint() (*restoredJob, error) {
 	return r, nil
 }
 
-// recoverSink is step 2: commit the restored checkpoint's output again
-// (idempotent) and remove everything that belongs to no completed checkpoint.
+// recoverSink is step 2: decide whether the checkpoint found may be
+// restored (fallback.go), then commit its output again (idempotent) and
+// remove everything that belongs to no completed checkpoint.
 func (a *attempt) recoverSink(ctx context.Context, r *restoredJob) error {
 	snk, err := sink.New(a.j.cfg.Sink, sink.Env{Job: a.j.cfg, FS: a.j.fs, Log: a.j.log, Stdout: a.j.stdout})
 	if err != nil {
 		return fmt.Errorf("%w: %w", errPermanent, err)
 	}
 	a.defer_(func() { _ = snk.Close() })
+	if err := a.checkFallback(ctx, r, snk); err != nil {
+		return err
+	}
 	if err := snk.Recover(ctx, r.committables); err != nil {
 		return fmt.Errorf("recover sink: %w", err)
 	}

@@ -38,4 +38,8 @@ var (
 	ErrInvalidConfig = errors.New("invalid sink config")
 	// ErrClosed: a method was called on a closed writer. A bug in the caller.
 	ErrClosed = errors.New("sink writer closed")
+	// ErrInUse: another process of the same job holds the sink's output
+	// (the file sink's directory lock). Restarting does not help until it
+	// stops.
+	ErrInUse = errors.New("sink output held by another instance")
 )

@@ -111,3 +111,12 @@ type Stats struct {
 	// made visible; a file committed before is not counted again.
 	FilesCommitted uint64
 }
+
+// Auditor is implemented by sinks that can tell what their committed output
+// holds. CommittedAfter lists output that checkpoints after id made visible
+// (file names, for a message). The runtime asks it before restoring an
+// older checkpoint than the newest on disk (when the newest is damaged):
+// output of a later checkpoint would then be written again.
+type Auditor interface {
+	CommittedAfter(ctx context.Context, id checkpoint.ID) ([]string, error)
+}

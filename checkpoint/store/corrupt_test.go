@@ -84,7 +84,7 @@ func damage(t *testing.T, fs vfs.FS, id checkpoint.ID, f func([]byte) []byte) {
 	must(t, out.Close())
 }
 
-func TestLoadLatestFallsBackWithAWarningWhenTheNewestIsCorrupt(t *testing.T) {
+func TestLoadLatestFallsBackAndNamesWhatItSkippedWhenTheNewestIsCorrupt(t *testing.T) {
 	damages := map[string]func([]byte) []byte{
 		"flipped byte": func(b []byte) []byte { b[len(b)/2] ^= 0xff; return b },
 		"truncated":    func(b []byte) []byte { return b[:len(b)/2] },
@@ -97,7 +97,7 @@ func TestLoadLatestFallsBackWithAWarningWhenTheNewestIsCorrupt(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			mem := newMem(t)
 			writeState(t, mem, "w/1.sst", "w/2.sst")
-			s, logs := openStore(t, mem, 2)
+			s, _ := openStore(t, mem, 2)
 			must(t, s.Save(meta(1, "w/1.sst")))
 			must(t, s.Save(meta(2, "w/2.sst")))
 			damage(t, mem, 2, f)
@@ -105,12 +105,12 @@ func TestLoadLatestFallsBackWithAWarningWhenTheNewestIsCorrupt(t *testing.T) {
 			if _, err := s.Load(2); !errors.Is(err, ErrCorrupt) {
 				t.Fatalf("Load(2) error = %v, want ErrCorrupt", err)
 			}
-			got, err := s.LoadLatest()
+			got, skipped, err := s.LoadLatest()
 			must(t, err)
 			if got == nil || got.ID != 1 {
 				t.Fatalf("LoadLatest = %v, want checkpoint 1", got)
 			}
-			assertWarned(t, logLines(t, logs), 2)
+			assertSkipped(t, skipped, 2)
 			if s.MaxID() != 2 {
 				t.Fatalf("MaxID = %d, want 2: a corrupt file still counts", s.MaxID())
 			}
@@ -118,30 +118,36 @@ func TestLoadLatestFallsBackWithAWarningWhenTheNewestIsCorrupt(t *testing.T) {
 	}
 }
 
-func assertWarned(t *testing.T, lines []map[string]any, id checkpoint.ID) {
+// assertSkipped checks that LoadLatest skipped exactly the checkpoints ids,
+// each with a reason classed ErrCorrupt.
+func assertSkipped(t *testing.T, skipped []Skipped, ids ...checkpoint.ID) {
 	t.Helper()
-	for _, l := range lines {
-		if l["level"] == "warn" && l["checkpoint"] == float64(id) && l["error"] != nil {
-			return
+	var got []checkpoint.ID
+	for _, sk := range skipped {
+		got = append(got, sk.ID)
+		if !errors.Is(sk.Err, ErrCorrupt) {
+			t.Errorf("checkpoint %d skipped for %v, want ErrCorrupt", sk.ID, sk.Err)
 		}
 	}
-	t.Fatalf("no warning naming checkpoint %d in log: %v", id, lines)
+	if !slices.Equal(got, ids) {
+		t.Fatalf("skipped %v, want %v", got, ids)
+	}
 }
 
 func TestLoadLatestSkipsACheckpointWhoseStateFileIsMissing(t *testing.T) {
 	mem := newMem(t)
 	writeState(t, mem, "w/1.sst", "w/2.sst")
-	s, logs := openStore(t, mem, 2)
+	s, _ := openStore(t, mem, 2)
 	must(t, s.Save(meta(1, "w/1.sst")))
 	must(t, s.Save(meta(2, "w/2.sst")))
 	must(t, mem.Remove(mem.PathJoin(testState, "w/2.sst")))
 
-	got, err := s.LoadLatest()
+	got, skipped, err := s.LoadLatest()
 	must(t, err)
 	if got == nil || got.ID != 1 {
 		t.Fatalf("LoadLatest = %v, want checkpoint 1", got)
 	}
-	assertWarned(t, logLines(t, logs), 2)
+	assertSkipped(t, skipped, 2)
 	infos, err := s.List()
 	must(t, err)
 	if infos[1].Missing != 1 || !errors.Is(infos[1].Err, ErrCorrupt) {
@@ -154,10 +160,11 @@ func TestLoadLatestReturnsNilWhenEveryCheckpointIsCorrupt(t *testing.T) {
 	s, _ := openStore(t, mem, 2)
 	must(t, s.Save(meta(1)))
 	damage(t, mem, 1, func(b []byte) []byte { return b[:3] })
-	got, err := s.LoadLatest()
+	got, skipped, err := s.LoadLatest()
 	if got != nil || err != nil {
 		t.Fatalf("LoadLatest = %v, %v; want nil, nil", got, err)
 	}
+	assertSkipped(t, skipped, 1)
 	infos, err := s.List()
 	must(t, err)
 	if len(infos) != 1 || infos[0].MetaBytes != 3 || !errors.Is(infos[0].Err, ErrCorrupt) {
@@ -192,7 +199,7 @@ func TestLoadLatestReturnsAReadErrorInsteadOfFallingBack(t *testing.T) {
 		return nil
 	})
 	s, _ = openStore(t, errorfs.Wrap(mem, failRead), 2)
-	if md, err := s.LoadLatest(); !errors.Is(err, errorfs.ErrInjected) || errors.Is(err, ErrCorrupt) {
+	if md, _, err := s.LoadLatest(); !errors.Is(err, errorfs.ErrInjected) || errors.Is(err, ErrCorrupt) {
 		t.Fatalf("LoadLatest = %v, %v; want the injected read error", md, err)
 	}
 	if _, err := s.List(); !errors.Is(err, errorfs.ErrInjected) {

@@ -148,7 +148,7 @@ func checkRecovery(t *testing.T, name string, fs *vfs.MemFS, retained int, durab
 		t.Fatalf("%s: Open: %v", name, err)
 	}
 	defer s.Close()
-	got, err := s.LoadLatest()
+	got, _, err := s.LoadLatest()
 	if err != nil || got == nil {
 		t.Fatalf("%s: LoadLatest = %v, %v; want checkpoint 3 or 4", name, got, err)
 	}
@@ -176,7 +176,7 @@ func checkRecovery(t *testing.T, name string, fs *vfs.MemFS, retained int, durab
 	if err := s.Save(meta(next, crashFiles(next)...)); err != nil {
 		t.Fatalf("%s: Save(%d) after recovery: %v", name, next, err)
 	}
-	latest, err := s.LoadLatest()
+	latest, _, err := s.LoadLatest()
 	if err != nil || latest == nil || latest.ID != next {
 		t.Fatalf("%s: LoadLatest after recovery = %v, %v; want %d", name, latest, err, next)
 	}

@@ -23,4 +23,8 @@ var (
 	// every id on disk, a state file path that is absolute or leaves the
 	// state root). This is a bug in the caller.
 	ErrInvalid = errors.New("invalid checkpoint metadata")
+	// ErrLocked: another process holds the checkpoint directory or the
+	// state root: another instance of the job runs on the same
+	// directories. Retrying does not help until it stops.
+	ErrLocked = errors.New("held by another instance")
 )

@@ -69,7 +69,7 @@ func TestFailedSaveKeepsThePreviousCheckpointAndTheNextSaveSucceeds(t *testing.T
 			if !errors.Is(err, ErrNotDurable) || !errors.Is(err, c.err) {
 				t.Fatalf("Save error = %v, want ErrNotDurable wrapping %v", err, c.err)
 			}
-			got, err := s.LoadLatest()
+			got, _, err := s.LoadLatest()
 			must(t, err)
 			if want := meta(1, "w/1.sst"); !reflect.DeepEqual(got, &want) {
 				t.Fatalf("LoadLatest after failed save = %+v, want checkpoint 1", got)
@@ -84,7 +84,7 @@ func TestFailedSaveKeepsThePreviousCheckpointAndTheNextSaveSucceeds(t *testing.T
 			}
 
 			must(t, s.Save(meta(3, "w/3.sst")))
-			got, err = s.LoadLatest()
+			got, _, err = s.LoadLatest()
 			must(t, err)
 			if got.ID != 3 || !stateExists(mem, "w/3.sst") || stateExists(mem, "w/1.sst") {
 				t.Fatalf("after the next save: latest %d, w/3 %v, w/1 %v; want 3, true, false",
@@ -124,7 +124,7 @@ func TestCleanUpFailureDoesNotFailTheSaveAndIsRetried(t *testing.T) {
 			if !strings.Contains(logs.String(), "clean-up incomplete") {
 				t.Fatalf("clean-up failure not logged: %s", logs)
 			}
-			got, err := s.LoadLatest()
+			got, _, err := s.LoadLatest()
 			must(t, err)
 			if got.ID != 2 {
 				t.Fatalf("LoadLatest = %d, want 2", got.ID)

@@ -23,6 +23,12 @@ func metaName(id checkpoint.ID) string { return id.Name() + metaSuffix }
 
 func tmpName(id checkpoint.ID) string { return metaName(id) + tmpSuffix }
 
+// MaxID is the highest checkpoint id the store accepts: a checkpoint a
+// millisecond for longer than recorded history stays far below it, and ids
+// can never wrap. A name with a higher id is foreign (not written by a
+// store) and ignored.
+const MaxID checkpoint.ID = 1 << 53
+
 // parseName recognises metadata and temp file names.
 func parseName(name string) (id checkpoint.ID, tmp bool, ok bool) {
 	rest, tmp := strings.CutSuffix(name, tmpSuffix)
@@ -31,7 +37,7 @@ func parseName(name string) (id checkpoint.ID, tmp bool, ok bool) {
 		return 0, false, false
 	}
 	id, ok = checkpoint.ParseName(rest)
-	return id, tmp, ok
+	return id, tmp, ok && id > 0 && id <= MaxID
 }
 
 // validStatePath accepts a clean, relative, slash-separated path that stays

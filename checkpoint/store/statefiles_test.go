@@ -1,8 +1,13 @@
 package store
 
 import (
+	"errors"
 	"slices"
+	"strings"
 	"testing"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/rs/zerolog"
 )
 
 // TestReleasedStateGoesWithTheNextCollectUnlessACheckpointReferencesIt:
@@ -78,5 +83,44 @@ func TestMaxIDCountsStateDirectories(t *testing.T) {
 	s, _ := openStore(t, mem, 3)
 	if got := s.MaxID(); got != 9 {
 		t.Errorf("MaxID = %d, want 9", got)
+	}
+}
+
+// TestStrayNamesNeverDecideIDs: a file the store never writes (an id above
+// MaxID, or a name that only looks like a checkpoint's) is ignored: it
+// neither raises MaxID (ids never wrap) nor blocks a save.
+func TestStrayNamesNeverDecideIDs(t *testing.T) {
+	mem := newMem(t)
+	for _, name := range []string{"chk-18446744073709551614.meta.tmp", "chk-18446744073709551615.meta", "chk-9007199254740993.meta", "notes.txt"} {
+		f, err := mem.Create(mem.PathJoin(testDir, name), vfs.WriteCategoryUnspecified)
+		must(t, err)
+		must(t, f.Close())
+	}
+	s, logs := openStore(t, mem, 3)
+	if s.MaxID() != 0 {
+		t.Errorf("MaxID = %d, want 0", s.MaxID())
+	}
+	must(t, s.Save(meta(1)))
+	if got, _, err := s.LoadLatest(); err != nil || got == nil || got.ID != 1 {
+		t.Errorf("LoadLatest = %v, %v", got, err)
+	}
+	if n := strings.Count(logs.String(), "ignoring a file that is not a checkpoint"); n != 4 {
+		t.Errorf("%d warnings for 4 foreign files:\n%s", n, logs)
+	}
+}
+
+// TestASecondInstanceOnTheSameDirectoriesIsRefusedAtOnce: the checkpoint
+// directory and the state root are locked; a second store says another
+// instance holds them, without retrying.
+func TestASecondInstanceOnTheSameDirectoriesIsRefusedAtOnce(t *testing.T) {
+	mem := newMem(t)
+	openStore(t, mem, 3)
+	_, err := Open(mem, testDir, testState, 3, zerolog.Nop())
+	if !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), "another instance of this job") {
+		t.Fatalf("second Open: %v, want ErrLocked naming another instance", err)
+	}
+	_, err = Open(mem, "/other-ckpt", testState, 3, zerolog.Nop())
+	if !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), testState) {
+		t.Fatalf("Open on the same state root: %v, want ErrLocked naming %s", err, testState)
 	}
 }

@@ -4,9 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	iofs "io/fs"
+	"maps"
 	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
@@ -29,7 +34,8 @@ type Store struct {
 	log       zerolog.Logger
 
 	mu       sync.Mutex
-	lock     io.Closer
+	lock     io.Closer     // the checkpoint directory's
+	slock    io.Closer     // the state root's
 	maxID    checkpoint.ID // highest id seen on disk, valid or not, temp files included
 	released []string      // state paths released, deleted by the next Collect
 }
@@ -61,21 +67,53 @@ func Open(fs vfs.FS, dir, stateRoot string, retained int, logger zerolog.Logger)
 			return nil, fmt.Errorf("open checkpoint store: %w", err)
 		}
 	}
-	lock, err := fs.Lock(fs.PathJoin(dir, lockName))
+	lock, err := lockDir(fs, dir)
 	if err != nil {
-		return nil, fmt.Errorf("open checkpoint store: lock %s: %w", dir, err)
+		return nil, fmt.Errorf("open checkpoint store: %w", err)
 	}
 	s.lock = lock
+	s.slock = io.NopCloser(nil) // nothing more to lock when the state root is the directory itself
+	if filepath.Clean(stateRoot) != filepath.Clean(dir) {
+		if s.slock, err = lockDir(fs, stateRoot); err != nil {
+			_ = lock.Close()
+			return nil, fmt.Errorf("open checkpoint store: %w", err)
+		}
+	}
 	if err := s.removeTemps(); err != nil {
-		_ = lock.Close()
+		_ = s.Close()
 		return nil, fmt.Errorf("open checkpoint store: %w", err)
 	}
 	s.maxID = max(s.maxID, s.stateMaxID())
 	return s, nil
 }
 
+// lockDir takes dir's LOCK file, or says who holds it.
+func lockDir(fs vfs.FS, dir string) (io.Closer, error) {
+	name := fs.PathJoin(dir, lockName)
+	l, err := fs.Lock(name)
+	if err != nil {
+		if heldByOther(err) {
+			return nil, fmt.Errorf("%s is %w (lock file %s): another instance of this job is running on the same directories; stop it, or give this one its own checkpoint.dir and state.dir (%w)", dir, ErrLocked, name, err)
+		}
+		return nil, fmt.Errorf("lock %s: %w", name, err)
+	}
+	return l, nil
+}
+
+// heldByOther reports whether a lock failed because someone holds it:
+// fcntl(F_SETLK) fails with EAGAIN (or EACCES on some systems; an EACCES
+// from creating the lock file is a permission problem instead, and comes
+// wrapped in a *fs.PathError); Pebble refuses a second lock in the same
+// process with its own message.
+func heldByOther(err error) bool {
+	var pathErr *iofs.PathError
+	return errors.Is(err, syscall.EAGAIN) || (errors.Is(err, syscall.EACCES) && !errors.As(err, &pathErr)) ||
+		strings.Contains(err.Error(), "lock held by current process")
+}
+
 // removeTemps deletes temp files left by saves that never reached the
-// rename, and folds their ids into maxID.
+// rename, folds their ids into maxID, and reports files that are not the
+// store's (foreign files are never trusted for ids).
 func (s *Store) removeTemps() error {
 	names, err := s.fs.List(s.dir)
 	if err != nil {
@@ -85,6 +123,9 @@ func (s *Store) removeTemps() error {
 	for _, name := range names {
 		id, tmp, ok := parseName(name)
 		if !ok {
+			if name != lockName {
+				s.log.Warn().Str("file", name).Msg("ignoring a file that is not a checkpoint of this store (a name it never writes, or an id above any it can reach)")
+			}
 			continue
 		}
 		s.maxID = max(s.maxID, id)
@@ -110,8 +151,8 @@ func (s *Store) Close() error {
 	if s.lock == nil {
 		return nil
 	}
-	err := s.lock.Close()
-	s.lock = nil
+	err := errors.Join(s.lock.Close(), s.slock.Close())
+	s.lock, s.slock = nil, nil
 	if err != nil {
 		return fmt.Errorf("close checkpoint store %s: %w", s.dir, err)
 	}
@@ -186,36 +227,52 @@ func (s *Store) load(id checkpoint.ID) (*checkpoint.Metadata, int64, error) {
 	return &md, int64(len(buf)), nil
 }
 
-// checkFiles verifies that every state file md references exists.
+// checkFiles verifies that every state file md references exists; the
+// error names the missing ones, in order.
 func (s *Store) checkFiles(md *checkpoint.Metadata) error {
-	for f := range files(md) {
+	var missing []string
+	for _, f := range slices.Sorted(maps.Keys(files(md))) {
 		_, err := s.fs.Stat(s.fs.PathJoin(s.stateRoot, f))
 		if errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("load checkpoint %d: %w: state file %s is missing", md.ID, ErrCorrupt, f)
+			missing = append(missing, f)
+			continue
 		}
 		if err != nil {
 			return fmt.Errorf("load checkpoint %d: stat state file %s: %w", md.ID, f, err)
 		}
 	}
-	return nil
+	switch len(missing) {
+	case 0:
+		return nil
+	case 1:
+		return fmt.Errorf("load checkpoint %d: %w: state file %s is missing", md.ID, ErrCorrupt, missing[0])
+	}
+	return fmt.Errorf("load checkpoint %d: %w: state files %s are missing", md.ID, ErrCorrupt, strings.Join(missing, ", "))
+}
+
+// Skipped is a checkpoint on disk newer than the one LoadLatest returned,
+// and why it cannot be restored (an error classed ErrCorrupt).
+type Skipped struct {
+	ID  checkpoint.ID
+	Err error
 }
 
 // LoadLatest returns the newest checkpoint that can be restored: its
-// metadata verifies and every state file it references exists. A newer one
-// that does not verify is skipped with a warning in the log. It returns nil
-// and no error when no checkpoint can be restored (none on disk, or all
-// corrupt).
+// metadata verifies and every state file it references exists. The newer
+// ones that cannot be restored come back in skipped, newest first, each
+// with its reason; the caller decides whether falling back past them is
+// acceptable (it replays output they may have committed) and says so. It
+// returns a nil checkpoint when none on disk can be restored (skipped then
+// lists every one), and no error.
 //
-// An I/O error other than corruption is returned, not skipped: falling back
-// to an older checkpoint than the newest completed one replays output the
-// sinks may already have committed, so it happens only when the newer one
-// is known to be broken.
-func (s *Store) LoadLatest() (*checkpoint.Metadata, error) {
+// An I/O error other than corruption is returned, not skipped: a
+// checkpoint is skipped only when it is known to be broken.
+func (s *Store) LoadLatest() (md *checkpoint.Metadata, skipped []Skipped, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ids, err := s.ids()
 	if err != nil {
-		return nil, fmt.Errorf("load latest checkpoint: %w", err)
+		return nil, nil, fmt.Errorf("load latest checkpoint: %w", err)
 	}
 	for _, id := range ids {
 		md, _, err := s.load(id)
@@ -223,15 +280,14 @@ func (s *Store) LoadLatest() (*checkpoint.Metadata, error) {
 			err = s.checkFiles(md)
 		}
 		if err == nil {
-			return md, nil
+			return md, skipped, nil
 		}
 		if !errors.Is(err, ErrCorrupt) {
-			return nil, fmt.Errorf("load latest checkpoint: %w", err)
+			return nil, nil, fmt.Errorf("load latest checkpoint: %w", err)
 		}
-		s.log.Warn().Err(err).Uint64("checkpoint", uint64(id)).
-			Msg("checkpoint cannot be restored, falling back to the previous one")
+		skipped = append(skipped, Skipped{ID: id, Err: err})
 	}
-	return nil, nil
+	return nil, skipped, nil
 }
 
 // readFile reads a whole file, refusing files larger than any valid one.

@@ -19,7 +19,7 @@ func TestSaveThenLoadReturnsTheSameMetadata(t *testing.T) {
 	md := meta(7, "w/1.sst", "w/2.sst")
 	must(t, s.Save(md))
 
-	got, err := s.LoadLatest()
+	got, _, err := s.LoadLatest()
 	must(t, err)
 	if !reflect.DeepEqual(*got, md) {
 		t.Fatalf("LoadLatest = %+v, want %+v", *got, md)
@@ -46,7 +46,7 @@ func TestSaveThenLoadReturnsTheSameMetadata(t *testing.T) {
 
 func TestLoadLatestWithNoCheckpointReturnsNil(t *testing.T) {
 	s, _ := openStore(t, newMem(t), 1)
-	md, err := s.LoadLatest()
+	md, _, err := s.LoadLatest()
 	if md != nil || err != nil {
 		t.Fatalf("LoadLatest = %v, %v; want nil, nil", md, err)
 	}
@@ -220,7 +220,7 @@ func TestStoreWorksOnTheOSFilesystem(t *testing.T) {
 	defer s.Close()
 	must(t, s.Save(meta(1, "w/1.sst")))
 	must(t, s.Save(meta(2, "w/2.sst")))
-	got, err := s.LoadLatest()
+	got, _, err := s.LoadLatest()
 	must(t, err)
 	if got.ID != 2 {
 		t.Fatalf("LoadLatest = %d, want 2", got.ID)
@@ -267,7 +267,7 @@ func TestListAndLoadAreSafeDuringSaves(t *testing.T) {
 			if _, err := s.List(); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := s.LoadLatest(); err != nil {
+			if _, _, err := s.LoadLatest(); err != nil {
 				t.Fatal(err)
 			}
 			_ = s.MaxID()

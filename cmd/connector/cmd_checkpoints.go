@@ -10,7 +10,6 @@ import (
 	"io/fs"
 	"os"
 	"strconv"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -117,7 +116,7 @@ func runCheckpointsShow(args []string, stdout, stderr io.Writer) int {
 	var err error
 	if idArg != "" {
 		md, err = st.Load(id)
-	} else if md, err = st.LoadLatest(); err == nil && md == nil {
+	} else if md, _, err = st.LoadLatest(); err == nil && md == nil {
 		fmt.Fprintln(stderr, "connector checkpoints show: no restorable checkpoint")
 		return exitFailure
 	}
@@ -176,13 +175,8 @@ func openStore(path, sub string, stderr io.Writer) (st *store.Store, code int, o
 }
 
 // lockedByOther reports whether Open failed because another process holds
-// the store's lock: fcntl(F_SETLK) fails with EAGAIN (or EACCES on some
-// systems). An EACCES from creating the lock file is a permission problem
-// instead, and comes wrapped in a *fs.PathError.
-func lockedByOther(err error) bool {
-	var pathErr *fs.PathError
-	return errors.Is(err, syscall.EAGAIN) || (errors.Is(err, syscall.EACCES) && !errors.As(err, &pathErr))
-}
+// the store's lock.
+func lockedByOther(err error) bool { return errors.Is(err, store.ErrLocked) }
 
 // checkpointRow is one line of `checkpoints list`, and one object of its
 // --json output.

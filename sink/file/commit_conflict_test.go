@@ -27,6 +27,9 @@ func TestCommitNeverReplacesACommittedFile(t *testing.T) {
 	}
 	cs, s := run(0, 3)
 	commit(t, s, cs)
+	if err := s.Close(); err != nil { // the process ends: its lock goes
+		t.Fatal(err)
+	}
 	before := visibleLines(t, fs)
 	cs2, s2 := run(3, 6) // checkpoint 1 again, as after a reset of the checkpoint dir
 	if err := s2.Commit(ctx, cs2); !errors.Is(err, sink.ErrCommitConflict) {

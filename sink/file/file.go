@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/rs/zerolog"
 
+	"github.com/connector-dev/connector/checkpoint"
 	"github.com/connector-dev/connector/config"
 	"github.com/connector-dev/connector/internal/crashpoint"
 	"github.com/connector-dev/connector/internal/fsutil"
@@ -110,6 +112,7 @@ type File struct {
 
 	mu      sync.Mutex
 	writers map[int]bool // instances with an open writer
+	lock    io.Closer    // the job's lock on the directory; nil once closed
 
 	// Counted for Stats, from any goroutine.
 	bytesWritten   atomic.Uint64 // by the writers' parts (part.flush)
@@ -130,11 +133,18 @@ func New(cfg Config, fs vfs.FS, log zerolog.Logger) (*File, error) {
 	if err := fsutil.MkdirAll(fs, cfg.Path); err != nil {
 		return nil, fmt.Errorf("file sink: %w", err)
 	}
+	nm := newNames(cfg.Job, cfg.Format)
+	lock, err := fs.Lock(fs.PathJoin(cfg.Path, nm.lockName()))
+	if err != nil {
+		return nil, fmt.Errorf("file sink: %s: %w: another instance of job %s writes there (lock file %s): stop it, or give this one another sink.path",
+			cfg.Path, sink.ErrInUse, cfg.Job, nm.lockName())
+	}
 	return &File{
 		cfg:     cfg,
 		fs:      fs,
 		log:     log.With().Str("sink", "file").Str("job", cfg.Job).Str("path", cfg.Path).Logger(),
-		names:   newNames(cfg.Job, cfg.Format),
+		names:   nm,
+		lock:    lock,
 		writers: make(map[int]bool),
 	}, nil
 }
@@ -294,8 +304,37 @@ func (s *File) Stats() sink.Stats {
 	return sink.Stats{BytesWritten: s.bytesWritten.Load(), FilesCommitted: s.filesCommitted.Load()}
 }
 
-// Close releases nothing the File holds; writers are closed on their own.
-func (s *File) Close() error { return nil }
+// Close releases the job's lock on the output directory; writers are
+// closed on their own.
+func (s *File) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.lock == nil {
+		return nil
+	}
+	err := s.lock.Close()
+	s.lock = nil
+	return err
+}
+
+var _ sink.Auditor = (*File)(nil)
+
+// CommittedAfter lists the committed files of this job written at barriers
+// after id: output that a checkpoint after id made visible.
+func (s *File) CommittedAfter(_ context.Context, id checkpoint.ID) ([]string, error) {
+	list, err := s.fs.List(s.cfg.Path)
+	if err != nil {
+		return nil, fmt.Errorf("file sink: list %s: %w", s.cfg.Path, err)
+	}
+	var out []string
+	for _, name := range list {
+		if n, ok := s.names.committedAt(name); ok && n > id {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
 
 // sameContent reports whether two files hold the same bytes.
 func sameContent(fs vfs.FS, a, b string) (bool, error) {

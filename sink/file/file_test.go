@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -198,6 +199,7 @@ func TestRecoverCommitsRestoredAndRemovesEverythingElseOfItsJobOnly(t *testing.T
 	// Restart: a new sink on the same directory.
 	_ = w0.Close()
 	_ = w1.Close()
+	_ = s.Close()
 	s2 := newTestFile(t, fs, small)
 	if err := s2.Recover(ctx, restored); err != nil {
 		t.Fatalf("Recover: %v", err)
@@ -421,4 +423,48 @@ func TestCommittedAndCommitMayRunConcurrentlyWithTheWriter(t *testing.T) {
 	close(notify)
 	wg.Wait()
 	assertExactlyOnce(t, fs, ids(0, 1000))
+}
+
+// TestASecondProcessOfTheJobCannotShareTheOutputDirectory: the job's lock
+// on sink.path refuses a second sink of the same job at once, naming what
+// to do; another job may share the directory.
+func TestASecondProcessOfTheJobCannotShareTheOutputDirectory(t *testing.T) {
+	fs := vfs.NewMem()
+	first := newTestFile(t, fs, nil)
+	_, err := New(Config{Path: testDir, Job: "orders"}, fs, zerolog.Nop())
+	if !errors.Is(err, sink.ErrInUse) || !strings.Contains(err.Error(), "another instance of job orders") {
+		t.Fatalf("second sink of job orders: %v, want ErrInUse", err)
+	}
+	if _, err := New(Config{Path: testDir, Job: "refunds"}, fs, zerolog.Nop()); err != nil {
+		t.Fatalf("another job in the same directory: %v", err)
+	}
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := New(Config{Path: testDir, Job: "orders"}, fs, zerolog.Nop()); err != nil {
+		t.Fatalf("after the first closed: %v", err)
+	}
+}
+
+// TestCommittedAfterListsTheOutputOfLaterCheckpoints: what the runtime asks
+// before falling back to an older checkpoint.
+func TestCommittedAfterListsTheOutputOfLaterCheckpoints(t *testing.T) {
+	fs := vfs.NewMem()
+	s := newTestFile(t, fs, nil)
+	w := newTestWriter(t, s, 0)
+	for id := checkpoint.ID(1); id <= 3; id++ {
+		writeRange(t, w, int(id)*10, int(id)*10+5)
+		commit(t, s, preCommit(t, w, id))
+		w.Committed(id)
+	}
+	got, err := s.CommittedAfter(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"part-orders-w0-2-1.jsonl", "part-orders-w0-3-2.jsonl"}; !slices.Equal(got, want) {
+		t.Errorf("CommittedAfter(1) = %v, want %v", got, want)
+	}
+	if got, _ := s.CommittedAfter(ctx, 3); len(got) != 0 {
+		t.Errorf("CommittedAfter(3) = %v, want none", got)
+	}
 }

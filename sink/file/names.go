@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"strconv"
 
 	"github.com/connector-dev/connector/checkpoint"
 	"github.com/connector-dev/connector/sink"
@@ -36,7 +37,7 @@ func newNames(job, ext string) names {
 		job:    job,
 		ext:    ext,
 		hidden: regexp.MustCompile(`^\.(inprogress|pending)\.part-` + j + `-w\d+(-\d+)+\.(jsonl|raw)$`),
-		final:  regexp.MustCompile(`^part-` + j + `-w\d+-\d+-\d+\.(jsonl|raw)$`),
+		final:  regexp.MustCompile(`^part-` + j + `-w\d+-(\d+)-\d+\.(jsonl|raw)$`),
 	}
 }
 
@@ -51,6 +52,21 @@ func (n names) finalName(writer int, id checkpoint.ID, seq int) string {
 func pendingName(final string) string { return pendingPrefix + final }
 
 func (n names) ownHidden(name string) bool { return n.hidden.MatchString(name) }
+
+// committedAt returns the checkpoint in a committed name of this job (the
+// barrier whose pre-commit wrote it); false for any other name.
+func (n names) committedAt(name string) (checkpoint.ID, bool) {
+	m := n.final.FindStringSubmatch(name)
+	if m == nil {
+		return 0, false
+	}
+	id, err := strconv.ParseUint(m[1], 10, 64)
+	return checkpoint.ID(id), err == nil
+}
+
+// lockName is the job's lock file in the output directory: hidden, and not
+// a name Recover removes.
+func (n names) lockName() string { return ".lock." + n.job }
 
 // fileCommittable is the Data of a file sink Committable: the committed names
 // of its files; each pending name is pendingName(final).
