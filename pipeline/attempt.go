@@ -7,10 +7,18 @@ import (
 	"time"
 
 	"github.com/connector-dev/connector/checkpoint"
+	"github.com/connector-dev/connector/sink"
+	"github.com/connector-dev/connector/source"
 )
 
 // errPermanent marks failures a restart cannot fix (the job exits at once).
 var errPermanent = errors.New("permanent failure")
+
+// permanent reports whether err is one a restart cannot fix: errPermanent,
+// or the classes the source and sink give such errors.
+func permanent(err error) bool {
+	return errors.Is(err, errPermanent) || errors.Is(err, source.ErrPermanent) || errors.Is(err, sink.ErrInUse)
+}
 
 // attempt is one run of the job from its last completed checkpoint (DESIGN,
 // "Restart"): everything it opens it closes before it returns. Its phases,
@@ -51,9 +59,9 @@ func (a *attempt) run(ctx context.Context, stop <-chan struct{}) error {
 	}
 	a.start(ctx, g)
 	j, cfg := a.j, a.j.cfg
-	j.setReady(true)
+	j.setRunning(r.source, g.driver)
 	a.started = true
-	defer j.setReady(false)
+	defer j.setRunning(nil, nil)
 	j.log.Info().Int("parallelism", cfg.Pipeline.Parallelism).Bool("stateful", r.stateful).Msg("job running")
 	return g.driver.loop(ctx, stop, tickPeriod(cfg.Checkpoint.Interval, cfg.Checkpoint.Timeout), cfg.Checkpoint.Timeout)
 }
@@ -77,8 +85,9 @@ func (a *attempt) start(ctx context.Context, g *graph) {
 	for _, w := range g.workers {
 		wg.Go(func() { fail(w.task, w.run(tctx)) })
 	}
+	g.driver.offsets.fail = func(err error) { fail(task{sourceTask, 0}, err) }
 	wg.Go(func() { g.driver.offsets.run(tctx) })
-	wg.Go(func() { g.source.Run(tctx) })
+	wg.Go(func() { fail(task{sourceTask, 0}, g.source.Run(tctx)) })
 }
 
 // tickPeriod ticks the Coordinator ten times per interval (or timeout, if

@@ -28,6 +28,7 @@ type driver struct {
 	offsets   *offsetCommitter
 	events    chan checkpoint.Event
 	metrics   *jobMetrics
+	health    *health
 	log       zerolog.Logger
 	onCommit  func(checkpoint.Metadata, restored) // after a checkpoint is committed; may be nil
 	persisted map[checkpoint.ID]persisted
@@ -188,6 +189,7 @@ func (d *driver) complete(ctx context.Context, a checkpoint.NotifyComplete) {
 	now := time.Now()
 	took := now.Sub(a.Timestamp)
 	d.metrics.completed(a, now)
+	d.health.checkpointCompleted()
 	// duration = acked (trigger to the last task's ack: barriers, alignment,
 	// snapshots, pre-commits) + persist (metadata durable) + commit (the
 	// sinks' commit, after the checkpoint became durable) + small gaps.
@@ -241,5 +243,6 @@ func (d *driver) abort(a checkpoint.Abort) {
 		return
 	}
 	d.metrics.checkpointsFailed.Inc()
+	d.health.checkpointFailed(a.Reason)
 	d.log.Warn().Uint64("checkpoint", uint64(a.ID)).Err(a.Reason).Msg("checkpoint aborted; its output stays pending for the next one")
 }

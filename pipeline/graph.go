@@ -60,7 +60,7 @@ func (a *attempt) build(r *restoredJob) (*graph, error) {
 	g.driver = &driver{
 		coord: coord, store: r.store, readers: g.readers, sink: r.sink, writers: writers, workers: g.workers,
 		offsets: newOffsetCommitter(r.source, j.metrics, log),
-		events:  g.events, metrics: j.metrics, log: log,
+		events:  g.events, metrics: j.metrics, health: &j.health, log: log,
 		persisted: map[checkpoint.ID]persisted{},
 		onCommit: func(md checkpoint.Metadata, rs restored) {
 			a.progress = true

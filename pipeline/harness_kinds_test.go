@@ -78,7 +78,7 @@ func (s *scriptedSource) Readers() []source.Reader {
 	}
 	return out
 }
-func (s *scriptedSource) Run(context.Context) {}
+func (s *scriptedSource) Run(context.Context) error { return nil }
 func (s *scriptedSource) Commit(context.Context, []source.Position) error {
 	return nil
 }

@@ -46,7 +46,7 @@ type Job struct {
 	stdout        io.Writer
 	spawn         func(func())   // runs a snapshot's asynchronous part
 	rand          func() float64 // the Coordinator's randomness (initial delay)
-	ready         atomic.Bool
+	health        health
 	last          atomic.Pointer[Completion]
 }
 
@@ -67,11 +67,6 @@ func New(cfg *config.Job, opts Options) *Job {
 		spawn: func(f func()) { go f() }, rand: rand.Float64,
 	}
 }
-
-// Ready reports whether the job is running (restored, source connected).
-func (j *Job) Ready() bool { return j.ready.Load() }
-
-func (j *Job) setReady(v bool) { j.ready.Store(v) }
 
 // ErrTooManyFailures: the job failed restart.max_failures times in a row.
 var ErrTooManyFailures = errors.New("job failed too many times in a row")
@@ -95,7 +90,7 @@ func (j *Job) Run(ctx context.Context) error {
 			j.log.Info().Msg("job stopped after its final checkpoint")
 			return nil
 		}
-		if errors.Is(err, errPermanent) || errors.Is(err, errFinalCheckpoint) {
+		if permanent(err) || errors.Is(err, errFinalCheckpoint) {
 			return err
 		}
 		if ctx.Err() != nil && !a.started {
@@ -126,6 +121,7 @@ func (j *Job) Run(ctx context.Context) error {
 // Status is what /api/checkpoints shows about the running job.
 type Status struct {
 	Ready         bool        `json:"ready"`
+	NotReady      string      `json:"not_ready,omitempty"` // why, when not ready
 	LastCompleted *Completion `json:"last_completed,omitempty"`
 }
 
@@ -140,5 +136,9 @@ type Completion struct {
 
 // Status returns the job's current status; safe from any goroutine.
 func (j *Job) Status() Status {
-	return Status{Ready: j.Ready(), LastCompleted: j.last.Load()}
+	st := Status{Ready: true, LastCompleted: j.last.Load()}
+	if err := j.Ready(); err != nil {
+		st.Ready, st.NotReady = false, err.Error()
+	}
+	return st
 }

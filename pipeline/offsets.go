@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -19,6 +20,9 @@ type offsetCommitter struct {
 	src     source.Source
 	metrics *jobMetrics
 	log     zerolog.Logger
+	// fail reports an error no later commit repairs (source.ErrPermanent:
+	// another live instance of the job, say); set before run starts.
+	fail func(error)
 
 	mu     sync.Mutex
 	latest []source.Position
@@ -75,6 +79,10 @@ func (c *offsetCommitter) commit(ctx context.Context) {
 	defer cancel()
 	if err := c.src.Commit(cctx, o); err != nil {
 		c.metrics.offsetCommitErrors.Inc()
+		if errors.Is(err, source.ErrPermanent) && c.fail != nil {
+			c.fail(err)
+			return
+		}
 		c.log.Warn().Err(err).Msg("committing checkpoint positions to the source failed; the next checkpoint retries")
 	}
 }

@@ -34,7 +34,10 @@ type Position = []byte
 //  4. Close, after every Run returned.
 type Source interface {
 	Readers() []Reader
-	Run(ctx context.Context)
+	// Run does the source's background work until ctx is done (nil) or the
+	// input changed in a way the job cannot go on with (an error: the job
+	// restarts, and the restore decides; wrapped ErrPermanent: it stops).
+	Run(ctx context.Context) error
 	Commit(ctx context.Context, positions []Position) error
 	// Describe writes positions for logs and /api/checkpoints.
 	Describe(positions []Position) string

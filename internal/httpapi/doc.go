@@ -2,7 +2,7 @@
 // contract):
 //
 //	GET /healthz          200 "ok" while the process runs
-//	GET /readyz           200 "ready" when Config.Ready reports true, else 503 "not ready"
+//	GET /readyz           200 "ready" when Config.Ready reports nil, else 503 "not ready: <why>"
 //	GET /metrics          Config.Metrics through promhttp: Prometheus text format 0.0.4,
 //	                      or the format the scraper negotiates
 //	GET /api/checkpoints  Config.Checkpoints() as JSON; 500 {"error": "..."} on error

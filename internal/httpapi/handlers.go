@@ -18,9 +18,11 @@ func newMux(cfg Config) *http.ServeMux {
 		writeText(w, http.StatusOK, "ok")
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if cfg.Ready != nil && !cfg.Ready() {
-			writeText(w, http.StatusServiceUnavailable, "not ready")
-			return
+		if cfg.Ready != nil {
+			if err := cfg.Ready(); err != nil {
+				writeText(w, http.StatusServiceUnavailable, "not ready: "+err.Error())
+				return
+			}
 		}
 		writeText(w, http.StatusOK, "ready")
 	})

@@ -24,7 +24,8 @@ type Config struct {
 	// Ready answers /readyz. It is called on every request, from the
 	// server's goroutines, so it must be safe for concurrent use and fast.
 	// Nil means ready as soon as the server runs.
-	Ready func() bool
+	// It returns nil when ready, else why not (the body of the 503).
+	Ready func() error
 	// Checkpoints answers /api/checkpoints; its result is encoded with
 	// encoding/json. Same concurrency rules as Ready. Nil answers 503.
 	Checkpoints func() (any, error)

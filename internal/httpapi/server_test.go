@@ -64,7 +64,7 @@ func TestAddrReportsTheBoundPort(t *testing.T) {
 }
 
 func TestHealthzIsOKWhileRunning(t *testing.T) {
-	s := start(t, Config{Ready: func() bool { return false }})
+	s := start(t, Config{Ready: func() error { return errors.New("restoring") }})
 	if r := get(t, s, "/healthz"); r.code != 200 || r.body != "ok\n" {
 		t.Errorf("got %d %q", r.code, r.body)
 	}
@@ -72,8 +72,13 @@ func TestHealthzIsOKWhileRunning(t *testing.T) {
 
 func TestReadyzFollowsReady(t *testing.T) {
 	var ready atomic.Bool
-	s := start(t, Config{Ready: ready.Load})
-	if r := get(t, s, "/readyz"); r.code != 503 || r.body != "not ready\n" {
+	s := start(t, Config{Ready: func() error {
+		if !ready.Load() {
+			return errors.New("checkpoints failing")
+		}
+		return nil
+	}})
+	if r := get(t, s, "/readyz"); r.code != 503 || r.body != "not ready: checkpoints failing\n" {
 		t.Errorf("before ready: got %d %q", r.code, r.body)
 	}
 	ready.Store(true)

@@ -38,6 +38,10 @@ type Options struct {
 	// ClientOpts are extra franz-go options (TLS, SASL, client id). The
 	// seed brokers are Brokers, not an option here.
 	ClientOpts []kgo.Opt
+	// OnPositionLost is what Open does with a restored position that no
+	// longer applies (PositionLostFail, the default, or
+	// PositionLostEarliest); see checkRestored.
+	OnPositionLost string
 	// Hooks, if not nil, returns the hooks for one client the source
 	// makes: "source-admin", and "source-<i>" for reader i's (see
 	// source.Env.KafkaHooks).

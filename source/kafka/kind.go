@@ -37,6 +37,13 @@ type Config struct {
 	// reader holds two fetches (one being handed on, one read ahead), each
 	// decoded in full; bench/RESULTS.md has the measurements behind it.
 	FetchMaxPartitionBytes config.ByteSize `yaml:"fetch_max_partition_bytes" default:"512KiB" doc:"one partition's share of a fetch; more = more memory"`
+	// OnPositionLost is what a restart does when a checkpointed position no
+	// longer applies: the topic was deleted and recreated (its topic ID
+	// changed), or the offset lies outside the partition's log (records
+	// deleted by retention before they were read, a truncated log, an
+	// impossible offset). fail refuses to start, naming each partition;
+	// earliest starts those partitions from their log start.
+	OnPositionLost string `yaml:"on_position_lost" default:"fail" doc:"fail | earliest: when a checkpointed position no longer applies (topic recreated, offset outside the log)"`
 }
 
 // maxFetch is the most a fetch setting may ask for (the protocol's int32).
@@ -58,6 +65,7 @@ func (c *Config) Validate(p *spec.Problems) {
 	}
 	// group defaults to the job's name, which is required: no check here.
 	spec.OneOf(p, "start_offset", "start offset", c.StartOffset, StartEarliest, StartLatest)
+	spec.OneOf(p, "on_position_lost", "choice", c.OnPositionLost, PositionLostFail, PositionLostEarliest)
 	spec.Positive(p, "fetch_max_bytes", c.FetchMaxBytes)
 	spec.AtMost(p, "fetch_max_bytes", c.FetchMaxBytes, maxFetch)
 	spec.Positive(p, "fetch_max_partition_bytes", c.FetchMaxPartitionBytes)
@@ -76,18 +84,20 @@ func (c *Config) ValidateJob(j *config.Job, p *spec.Problems) {
 // restored readers' positions, into a running Source.
 func open(ctx context.Context, cfg any, env source.Env) (source.Source, error) {
 	c := cfg.(*Config)
-	var restored Offsets // nil: no checkpoint
+	var restored *position // nil: no checkpoint
 	if env.Restored != nil {
-		var err error
-		if restored, err = mergePositions(env.Restored); err != nil {
+		p, err := mergePositions(env.Restored)
+		if err != nil {
 			return nil, err
 		}
+		restored = &p
 	}
 	return Open(ctx, Options{
 		Brokers:          env.Job.Kafka.Brokers,
 		Topics:           c.Topics,
 		Group:            c.Group,
 		StartOffset:      c.StartOffset,
+		OnPositionLost:   c.OnPositionLost,
 		Readers:          env.Readers,
 		DiscoverInterval: env.DiscoverEvery,
 		Hooks:            env.KafkaHooks,

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
-
-	"github.com/connector-dev/connector/source"
 )
 
 // Offsets maps topic -> partition -> the next offset to read.
@@ -96,20 +94,6 @@ func DecodeOffsets(b []byte) (Offsets, error) {
 	}
 	if err := json.Unmarshal(b, &o); err != nil {
 		return nil, fmt.Errorf("decode source offsets: %w", err)
-	}
-	return o, nil
-}
-
-// mergePositions decodes the readers' positions of one checkpoint and
-// merges them: each partition is owned by one reader, so none collides.
-func mergePositions(positions []source.Position) (Offsets, error) {
-	o := Offsets{}
-	for _, p := range positions {
-		one, err := DecodeOffsets(p)
-		if err != nil {
-			return nil, err
-		}
-		o.Merge(one)
 	}
 	return o, nil
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -37,14 +38,16 @@ type Reader struct {
 	cfg       Options
 	log       zerolog.Logger
 	control   chan control
-	positions Offsets  // next offset per owned partition; owned by Run
-	lag       lagTable // see lag.go
+	positions Offsets                 // next offset per owned partition; owned by Run
+	ids       map[string]kadm.TopicID // the topics' IDs, recorded with the positions; read-only
+	lag       lagTable                // see lag.go
 }
 
-func newReader(index int, cfg Options, starts Offsets, log zerolog.Logger) *Reader {
+func newReader(index int, cfg Options, starts Offsets, ids map[string]kadm.TopicID, log zerolog.Logger) *Reader {
 	r := &Reader{
 		index:     index,
 		cfg:       cfg,
+		ids:       ids,
 		log:       log.With().Int("reader", index).Logger(),
 		control:   make(chan control, 1024),
 		positions: starts.Clone(),
@@ -94,6 +97,9 @@ func (r *Reader) Run(ctx context.Context, em source.Emitter) error {
 		kgo.ConsumePartitions(toKgo(r.positions)),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.FetchMaxWait(200 * time.Millisecond),
+		// An offset out of range is not reset silently: the fetch fails,
+		// the job restarts, and the restore applies on_position_lost.
+		kgo.ConsumeResetOffset(kgo.NoResetOffset()),
 		kgo.WithPools(kgoRecordPool),
 	}, r.cfg.clientOpts(fmt.Sprintf("source-%d", r.index))...)
 	cl, err := kgo.NewClient(opts...)
@@ -153,7 +159,7 @@ func poll(ctx context.Context, cl *kgo.Client, want <-chan struct{}, out chan<- 
 func (r *Reader) handle(ctx context.Context, cl *kgo.Client, c control, em source.Emitter) error {
 	switch c.kind {
 	case ctlTrigger:
-		pos, err := r.positions.Encode()
+		pos, err := encodePosition(r.positions, r.ids)
 		if err != nil {
 			return fmt.Errorf("reader %d: encode offsets: %w", r.index, err)
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -31,17 +32,23 @@ type Source struct {
 	adm     *kadm.Client
 	readers []*Reader
 
+	ids     map[string]kadm.TopicID // each topic's ID, as resolved at Open
+	lastOK  atomic.Int64            // unix nanos of the last answer from the brokers
+	commits committer               // who else commits to the group (instance.go)
+
 	mu    sync.Mutex
 	known Offsets // every partition ever handed to a reader, with its start
 }
 
 // Open connects, resolves the start of every partition of the configured
-// topics and builds the readers. restored holds the offsets of the checkpoint
-// the job restores from, nil when there is none; a partition the checkpoint
+// topics and builds the readers. restored holds the positions of the
+// checkpoint the job restores from, nil when there is none; they are
+// checked against the topics as they are now (see checkRestored and
+// Options.OnPositionLost); a partition the checkpoint
 // does not know (added after it was taken) starts at its log start, as one
 // found by Discover does, so none of its records is skipped. It retries unreachable brokers with
 // exponential backoff, logging each failure, until ctx is done.
-func Open(ctx context.Context, cfg Options, restored Offsets, log zerolog.Logger) (*Source, error) {
+func Open(ctx context.Context, cfg Options, restored *position, log zerolog.Logger) (*Source, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("source config: %w", err)
@@ -51,6 +58,7 @@ func Open(ctx context.Context, cfg Options, restored Offsets, log zerolog.Logger
 		return nil, fmt.Errorf("source client: %w", err)
 	}
 	s := &Source{cfg: cfg, log: log, admin: admin, adm: kadm.NewClient(admin), known: Offsets{}}
+	s.commits.instance = instanceID()
 	var starts Offsets
 	err = retry(ctx, log, "resolve start offsets", func(ctx context.Context) error {
 		var err error
@@ -64,8 +72,9 @@ func Open(ctx context.Context, cfg Options, restored Offsets, log zerolog.Logger
 	s.known = starts.Clone()
 	s.readers = make([]*Reader, cfg.Readers)
 	for i := range s.readers {
-		s.readers[i] = newReader(i, cfg, s.owned(i, starts), log)
+		s.readers[i] = newReader(i, cfg, s.owned(i, starts), s.ids, log)
 	}
+	s.markOK()
 	s.refreshLag(ctx)
 	log.Info().Int("partitions", starts.Len()).Int("readers", cfg.Readers).Str("group", cfg.Group).Msg("source opened")
 	return s, nil
@@ -80,23 +89,48 @@ func (s *Source) Readers() []source.Reader {
 	return out
 }
 
-// Run looks for new partitions, and lists the partitions' high watermarks
-// for Lag, every Options.DiscoverInterval until ctx is done.
-func (s *Source) Run(ctx context.Context) {
-	t := time.NewTicker(s.cfg.DiscoverInterval)
-	defer t.Stop()
+// Run, every Options.DiscoverInterval, checks that the topics are the ones
+// the job started on (a topic deleted or recreated ends Run with an error)
+// and looks for new partitions; every probeEvery it lists the partitions'
+// high watermarks, for Lag and Health. It returns nil when ctx is done.
+func (s *Source) Run(ctx context.Context) error {
+	discover := time.NewTicker(s.cfg.DiscoverInterval)
+	defer discover.Stop()
+	probe := time.NewTicker(min(probeEvery, s.cfg.DiscoverInterval))
+	defer probe.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			return
-		case <-t.C:
+			return nil
+		case <-probe.C:
+			s.refreshLag(ctx)
+		case <-discover.C:
+			if err := s.checkTopics(ctx); err != nil {
+				return err
+			}
 			if err := s.Discover(ctx); err != nil && ctx.Err() == nil {
 				s.log.Warn().Err(err).Msg("partition discovery failed")
 			}
-			s.refreshLag(ctx)
 		}
 	}
 }
+
+// probeEvery is how often Run asks the brokers for the partitions' ends.
+const probeEvery = 5 * time.Second
+
+var _ source.HealthReporter = (*Source)(nil)
+
+// Health reports the brokers unanswering for longer than
+// source.HealthWindow.
+func (s *Source) Health() error {
+	last := time.Unix(0, s.lastOK.Load())
+	if since := time.Since(last); since > source.HealthWindow {
+		return fmt.Errorf("the Kafka brokers have not answered for %v (since %s)", since.Round(time.Second), last.UTC().Format(time.RFC3339))
+	}
+	return nil
+}
+
+func (s *Source) markOK() { s.lastOK.Store(time.Now().UnixNano()) }
 
 // owner returns the reader index owning a partition.
 func (s *Source) owner(topic string, partition int32) int {
@@ -121,31 +155,57 @@ func (s *Source) owned(i int, all Offsets) Offsets {
 }
 
 // resolve lists every partition of the configured topics and picks its start:
-// the restored offset, else the group's committed offset, else (restoring a
-// checkpoint) the log start, else the start or end of the partition per
+// the restored offset (checked, see checkRestored), else the group's
+// committed offset (if it lies within the partition's log), else (restoring
+// a checkpoint) the log start, else the start or end of the partition per
 // StartOffset.
-func (s *Source) resolve(ctx context.Context, restored Offsets) (Offsets, error) {
-	starts, err := s.listEdges(ctx, restored == nil && s.cfg.StartOffset == StartLatest)
+func (s *Source) resolve(ctx context.Context, restored *position) (Offsets, error) {
+	ids, err := s.topicIDs(ctx)
 	if err != nil {
 		return nil, err
+	}
+	s.ids = ids
+	starts, err := s.listEdges(ctx, false)
+	if err != nil {
+		return nil, err
+	}
+	ends, err := s.listEdges(ctx, true)
+	if err != nil {
+		return nil, err
+	}
+	if restored != nil {
+		if err := s.checkRestored(restored, ids, starts, ends); err != nil {
+			return nil, err
+		}
 	}
 	committed, err := s.adm.FetchOffsets(ctx, s.cfg.Group)
 	if errors.Is(err, kerr.GroupIDNotFound) { // kfake's answer for a group with no offsets
 		committed, err = nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: fetch committed offsets of group %s: %v", ErrUnreachable, s.cfg.Group, err)
+		return nil, classify("fetch committed offsets of group "+s.cfg.Group, err)
+	}
+	s.commits.seen(committed)
+	out := starts.Clone()
+	if restored == nil && s.cfg.StartOffset == StartLatest {
+		out = ends.Clone()
 	}
 	for t, ps := range starts {
-		for p := range ps {
-			if n, ok := restored.Lookup(t, p); ok {
-				starts.Set(t, p, n)
-			} else if c, ok := committed.Lookup(t, p); ok && c.Err == nil && c.At >= 0 {
-				starts.Set(t, p, c.At)
+		for p, start := range ps {
+			end, _ := ends.Lookup(t, p)
+			if n, ok := restored.lookup(t, p); ok {
+				out.Set(t, p, n)
+				continue
+			}
+			if c, ok := committed.Lookup(t, p); ok && c.Err == nil && c.At >= start && c.At <= end {
+				out.Set(t, p, c.At)
+			} else if ok && c.Err == nil && c.At >= 0 {
+				s.log.Warn().Str("topic", t).Int32("partition", p).Int64("committed", c.At).Int64("log_start", start).Int64("log_end", end).
+					Msg("the group's committed offset lies outside the partition's log; ignoring it")
 			}
 		}
 	}
-	return starts, nil
+	return out, nil
 }
 
 // listEdges returns every partition of the configured topics with its log
@@ -157,13 +217,13 @@ func (s *Source) listEdges(ctx context.Context, end bool) (Offsets, error) {
 	}
 	listed, err := list(ctx, s.cfg.Topics...)
 	if err != nil {
-		return nil, fmt.Errorf("%w: list offsets of %v: %v", ErrUnreachable, s.cfg.Topics, err)
+		return nil, classify(fmt.Sprintf("list offsets of %v", s.cfg.Topics), err)
 	}
 	o := Offsets{}
 	var errs []error
 	listed.Each(func(l kadm.ListedOffset) {
 		if l.Err != nil {
-			errs = append(errs, fmt.Errorf("%s/%d: %w", l.Topic, l.Partition, l.Err))
+			errs = append(errs, classify(fmt.Sprintf("%s/%d", l.Topic, l.Partition), l.Err))
 			return
 		}
 		o.Set(l.Topic, l.Partition, l.Offset)
@@ -174,8 +234,12 @@ func (s *Source) listEdges(ctx context.Context, end bool) (Offsets, error) {
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrUnreachable, err)
+		if !errors.Is(err, source.ErrPermanent) {
+			err = fmt.Errorf("%w: %v", ErrUnreachable, err)
+		}
+		return nil, err
 	}
+	s.markOK()
 	return o, nil
 }
 
@@ -214,33 +278,41 @@ func (s *Source) Discover(ctx context.Context) error {
 // group, is the source of truth: a failed commit is logged by the caller
 // and repaired by the next.
 func (s *Source) Commit(ctx context.Context, positions []source.Position) error {
-	o, err := mergePositions(positions)
+	p, err := mergePositions(positions)
 	if err != nil {
 		return err
 	}
-	return s.CommitOffsets(ctx, o)
+	return s.CommitOffsets(ctx, p.Offsets)
 }
 
 // Describe lists the offsets of positions, partition by partition.
 func (s *Source) Describe(positions []source.Position) string {
-	o, err := mergePositions(positions)
+	p, err := mergePositions(positions)
 	if err != nil {
 		return err.Error()
 	}
-	return o.String()
+	return p.Offsets.String()
 }
 
 // CommitOffsets commits offsets to the consumer group.
+// Each commit carries this process's instance in the offsets' metadata,
+// and is preceded by a check for another live instance (instance.go).
 func (s *Source) CommitOffsets(ctx context.Context, offsets Offsets) error {
+	if err := s.checkOtherInstance(ctx); err != nil {
+		return err
+	}
 	os := make(kadm.Offsets)
 	for t, ps := range offsets {
 		for p, n := range ps {
-			os.Add(kadm.Offset{Topic: t, Partition: p, At: n, LeaderEpoch: -1})
+			os.Add(kadm.Offset{Topic: t, Partition: p, At: n, LeaderEpoch: -1, Metadata: s.commits.instance})
 		}
 	}
 	if err := s.adm.CommitAllOffsets(ctx, s.cfg.Group, os); err != nil {
 		return fmt.Errorf("commit offsets to group %s: %w", s.cfg.Group, err)
 	}
+	s.commits.mu.Lock()
+	s.commits.committed = true
+	s.commits.mu.Unlock()
 	return nil
 }
 

@@ -39,13 +39,13 @@ func (r *recorder) Records(_ context.Context, b []record.Record) error {
 }
 
 func (r *recorder) Barrier(_ context.Context, id checkpoint.ID, _ time.Time, pos source.Position) error {
-	o, err := DecodeOffsets(pos)
+	p, err := decodePosition(pos)
 	if err != nil {
 		return err
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.barriers = append(r.barriers, barrierAt{id, len(r.records), o})
+	r.barriers = append(r.barriers, barrierAt{id, len(r.records), p.Offsets})
 	return nil
 }
 
@@ -169,7 +169,7 @@ func TestStartPrefersRestoredThenCommittedThenStartOffset(t *testing.T) {
 	restored := Offsets{}
 	restored.Set(topic, 2, 90)
 
-	s, err := Open(context.Background(), cfg, restored, testLog(t))
+	s, err := Open(context.Background(), cfg, &position{Offsets: restored}, testLog(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -326,7 +326,7 @@ func TestPartitionMissingFromTheRestoredCheckpointStartsAtLogStart(t *testing.T)
 	cfg.StartOffset = StartLatest
 	restored := Offsets{}
 	restored.Set(topic, 0, 4)
-	s, err := Open(context.Background(), cfg, restored, testLog(t))
+	s, err := Open(context.Background(), cfg, &position{Offsets: restored}, testLog(t))
 	if err != nil {
 		t.Fatal(err)
 	}
