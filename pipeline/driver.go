@@ -37,6 +37,8 @@ type driver struct {
 	// observe, if set, sees every action just before it is performed (the
 	// deterministic harness traces them).
 	observe func(checkpoint.Action)
+	// clock is the wall clock for health and logs; nil means time.Now.
+	clock func() time.Time
 }
 
 // persisted is a checkpoint whose metadata is durable, waiting for its
@@ -243,6 +245,14 @@ func (d *driver) abort(a checkpoint.Abort) {
 		return
 	}
 	d.metrics.checkpointsFailed.Inc()
-	d.health.checkpointFailed(a.Reason)
+	d.health.checkpointFailed(a.Reason, d.now())
 	d.log.Warn().Uint64("checkpoint", uint64(a.ID)).Err(a.Reason).Msg("checkpoint aborted; its output stays pending for the next one")
+}
+
+// now is the driver's wall clock.
+func (d *driver) now() time.Time {
+	if d.clock != nil {
+		return d.clock()
+	}
+	return time.Now()
 }

@@ -40,6 +40,8 @@ var commands = map[string]command{
 	"status":         {needsAttempt: true, run: cmdStatus},
 	"sink":           {run: cmdSink},
 	"damage":         {run: cmdDamage},
+	"ready":          {needsAttempt: true, run: cmdReady},
+	"source-down":    {run: cmdSourceDown},
 	"lose-state":     {run: cmdLoseState},
 }
 
@@ -418,5 +420,30 @@ func cmdLoseState(h *harness, _ *testing.T, _ *datadriven.TestData) error {
 			}
 		}
 	}
+	return nil
+}
+
+// ready
+//
+// Prints what /readyz answers.
+func cmdReady(h *harness, _ *testing.T, _ *datadriven.TestData) error {
+	if err := h.a.j.Ready(); err != nil {
+		world.printf("not ready: %v", err)
+		return nil
+	}
+	world.printf("ready")
+	return nil
+}
+
+// source-down [why...]
+//
+// The scripted source reports it cannot reach its system (why), or, with
+// no argument, that it can again.
+func cmdSourceDown(_ *harness, _ *testing.T, d *datadriven.TestData) error {
+	var words []string
+	for _, a := range d.CmdArgs {
+		words = append(words, a.String())
+	}
+	world.sourceDown = strings.Join(words, " ")
 	return nil
 }

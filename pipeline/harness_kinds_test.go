@@ -35,6 +35,7 @@ type harnessWorld struct {
 	out        *strings.Builder // the trace of the command being run
 	partitions [][]string       // keys of the records of each partition, by offset
 	sink       recordingSink
+	sourceDown string // why the scripted source cannot reach its system; "" when it can
 }
 
 func (w *harnessWorld) printf(format string, args ...any) { fmt.Fprintf(w.out, format+"\n", args...) }
@@ -262,3 +263,13 @@ func (w *recordingWriter) Committed(id checkpoint.ID) {
 }
 
 func (w *recordingWriter) Close() error { return nil }
+
+var _ source.HealthReporter = (*scriptedSource)(nil)
+
+// Health reports what the script said with source-down.
+func (s *scriptedSource) Health() error {
+	if world.sourceDown != "" {
+		return fmt.Errorf("%s", world.sourceDown)
+	}
+	return nil
+}

@@ -136,7 +136,9 @@ func (h *harness) startAttempt() error {
 		return err
 	}
 	h.a, h.r, h.final = a, r, 0
+	job.setRunning(r.source, h.g.driver) // as attempt.run does once the tasks run
 	h.g.driver.observe = h.observe
+	h.g.driver.clock = func() time.Time { return h.now }
 	h.g.driver.step(h.ctx, checkpoint.Tick{Now: h.now})
 	return nil
 }

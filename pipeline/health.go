@@ -30,8 +30,8 @@ func (j *Job) setRunning(src source.Source, _ *driver) {
 }
 
 // checkpointFailed notes a failed checkpoint (driver).
-func (h *health) checkpointFailed(reason error) {
-	h.failingSince.CompareAndSwap(0, time.Now().UnixNano())
+func (h *health) checkpointFailed(reason error, now time.Time) {
+	h.failingSince.CompareAndSwap(0, now.UnixNano())
 	h.lastFailure.Store(reason.Error())
 }
 
