@@ -36,7 +36,25 @@
 //     powers of 1024), e.g. 64MiB.
 //   - Relative paths (checkpoint.dir, state.dir, sink.path) are relative to
 //     the working directory, not to the config file.
+//   - ${VAR:-default} gives default when VAR is unset or empty; the default
+//     is itself interpolated, like a shell's: ${STATE_DIR:-${HOME}/state}
+//     (nested at most 10 deep). Its braces pair up, so the first unpaired
+//     "}" ends it. ${VAR} with VAR unset, and a "${" without its "}", are
+//     errors. A variable's value is not interpolated again.
 //   - "$${" writes a literal "${"; any other "$" is literal.
 //   - A list of strings may be written as a single string; kafka.brokers
 //     entries are also split on commas, so KAFKA_BROKERS=a:9092,b:9092 works.
+//   - Every number has an upper bound, stated by the Validate method of the
+//     struct that holds it (pipeline.parallelism at most 256, durations of
+//     checkpoint: at most 7 days, ...). Ports are numbers (0 to 65535;
+//     brokers from 1); topic names follow Kafka's rules (1 to 249 of
+//     [a-zA-Z0-9._-], not "." or ".."); the job name is 1 to 100 of
+//     [a-zA-Z0-9._-], starting with a letter or a digit.
+//
+// Limits on the file itself (limits.go), checked before anything is
+// decoded, so that Load returns quickly whatever the file holds: at most
+// 1MiB; with YAML aliases expanded, at most 100 levels of nesting and
+// 50,000 values; no alias inside the value its anchor names. Each is one
+// *Error at the line of the alias (or value) that crosses it. At most 100
+// problems are listed; a last *Error counts the rest.
 package config

@@ -62,15 +62,18 @@ func (es Errors) Unwrap() []error {
 }
 
 // collector gathers problems, at most one per key: once a key has a problem
-// (say it could not be decoded), later checks on it are noise.
+// (say it could not be decoded), later checks on it are noise. It keeps the
+// first maxProblems and counts the rest.
 type collector struct {
-	src  *origin
-	errs Errors
-	keys map[string]bool
+	src     *origin
+	errs    Errors
+	keys    map[string]bool // keys with a problem
+	parents map[string]bool // proper parents of the keys with a problem
+	dropped int             // problems beyond maxProblems
 }
 
 func newCollector(src *origin) *collector {
-	return &collector{src: src, keys: map[string]bool{}}
+	return &collector{src: src, keys: map[string]bool{}, parents: map[string]bool{}}
 }
 
 // add records a problem with key at the key's line (or its closest present
@@ -80,11 +83,21 @@ func (c *collector) add(key, format string, args ...any) {
 }
 
 func (c *collector) addAt(line int, key, format string, args ...any) {
+	if last := c.src.last(); last > 0 {
+		line = min(line, last)
+	}
 	if c.related(key) {
+		return
+	}
+	if len(c.errs) >= maxProblems {
+		c.dropped++
 		return
 	}
 	if key != "" {
 		c.keys[key] = true
+		for p := parentKey(key); p != ""; p = parentKey(p) {
+			c.parents[p] = true
+		}
 	}
 	c.errs = append(c.errs, &Error{File: c.src.file(), Line: line, Key: key, Msg: fmt.Sprintf(format, args...)})
 }
@@ -96,25 +109,26 @@ func (c *collector) related(key string) bool {
 	if key == "" {
 		return false
 	}
-	for k := range c.keys {
-		if k == key || isParentKey(k, key) || isParentKey(key, k) {
+	if c.parents[key] {
+		return true
+	}
+	for k := key; k != ""; k = parentKey(k) {
+		if c.keys[k] {
 			return true
 		}
 	}
 	return false
 }
 
-// isParentKey reports whether parent is a proper prefix path of key.
-func isParentKey(parent, key string) bool {
-	return len(key) > len(parent) && strings.HasPrefix(key, parent) && (key[len(parent)] == '.' || key[len(parent)] == '[')
-}
-
 // err returns the problems ordered by line (stable: equal lines keep the
-// order found), or nil.
+// order found), then a count of those beyond maxProblems; or nil.
 func (c *collector) err() error {
 	if len(c.errs) == 0 {
 		return nil
 	}
 	slices.SortStableFunc(c.errs, func(a, b *Error) int { return cmp.Compare(a.Line, b.Line) })
+	if c.dropped > 0 {
+		return append(c.errs, &Error{File: c.src.file(), Msg: fmt.Sprintf("%d more problems not shown", c.dropped)})
+	}
 	return c.errs
 }

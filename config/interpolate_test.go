@@ -16,6 +16,8 @@ func TestExpandReplacesVariablesAndDefaults(t *testing.T) {
 		{"${MISSING:-a:-b}", "a:-b"}, // the default is everything up to }
 		{"cost $5 and $${HOST}", "cost $5 and ${HOST}"},
 		{"${HOST}${HOST}", "kafkakafka"},
+		{"$$${HOST}", "$${HOST}"}, // the first '$' is literal, then "$${"
+		{"a}b$", "a}b$"},
 	} {
 		got, err := expand(tc.in, vars)
 		if err != nil || got != tc.want {
@@ -31,6 +33,10 @@ func TestExpandRejectsUnsetAndMalformed(t *testing.T) {
 		{"${1ST}", `${1ST}: "1ST" is not a variable name`},
 		{"${}", `${}: "" is not a variable name`},
 		{"a ${B", `"${B" has no closing } for ${`},
+		{"${MISSING:-${HOST}", `"${MISSING:-${HOST}" has no closing } for ${`},
+		{"${MISSING:-${NOPE}/x}", "environment variable NOPE is not set (write ${NOPE:-default} to give a default)"},
+		{"${HOST:-${1ST}}", `${1ST}: "1ST" is not a variable name`}, // checked even where not used
+		{"${A:-${B:-${C:-${D:-${E:-${F:-${G:-${H:-${I:-${J:-${K:-x}}}}}}}}}}}", "${...} nested more than 10 deep"},
 	} {
 		_, err := expand(tc.in, vars)
 		if err == nil || err.Error() != tc.want {
@@ -40,6 +46,27 @@ func TestExpandRejectsUnsetAndMalformed(t *testing.T) {
 	// Expanded text is not expanded again.
 	if got, err := expand("${X}", vars); got != "${Y}" || err != nil {
 		t.Errorf("expand(${X}) = %q, %v; want the value as it is", got, err)
+	}
+}
+
+// TestExpandNestedDefaults: a default is itself interpolated, as in the
+// shell, and only when it is used.
+func TestExpandNestedDefaults(t *testing.T) {
+	vars := env(map[string]string{"HOST": "kafka", "EMPTY": "", "DIR": "/data"})
+	for _, tc := range []struct{ in, want string }{
+		{"${STATE:-${DIR}/state}", "/data/state"},
+		{"${HOST:-${NOPE}/state}", "kafka"}, // the default is not used: NOPE may be unset
+		{"${A:-${B:-${C:-deep}}}", "deep"},
+		{"${EMPTY:-${HOST}:${PORT:-9092}}", "kafka:9092"},
+		{"${A:-$${B}}", "${B}"},    // an escape inside a default
+		{"${A:-x}y}", "xy}"},       // the first unmatched } closes the reference
+		{"${A:-{json}}", "{json}"}, // braces pair up inside a default
+		{"pre ${A:-${DIR}} post", "pre /data post"},
+	} {
+		got, err := expand(tc.in, vars)
+		if err != nil || got != tc.want {
+			t.Errorf("expand(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
+		}
 	}
 }
 

@@ -19,7 +19,8 @@ import (
 type Job struct {
 	// Name identifies the job: the default consumer group, the prefix of
 	// transactional ids, the checkpoint namespace and part of the sink's
-	// output names. Letters, digits, '.', '_' and '-' only. Required.
+	// output names. 1 to 100 letters, digits, '.', '_' and '-', starting
+	// with a letter or a digit. Required.
 	Name       string            `yaml:"name" doc:"the job's name: default consumer group, checkpoint namespace"`
 	Kafka      Kafka             `yaml:"kafka" doc:"how to reach the Kafka cluster"`
 	Source     Plugin            `yaml:"source" kind:"source" doc:"what to read (type: kafka by default)"`

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"reflect"
@@ -24,13 +25,22 @@ func Load(path string) (*Job, error) {
 }
 
 // Parse is Load for data already in memory: file names it in errors; lookup
-// resolves ${VAR} (nil means os.LookupEnv).
+// resolves ${VAR} (nil means os.LookupEnv). It refuses, with one *Error
+// and before decoding anything, a file larger than 1MiB and a document
+// that, with its aliases expanded, nests deeper than 100 levels, holds
+// more than 50,000 values or contains an alias inside the value it
+// refers to (see limits.go); so it returns quickly whatever the input.
 func Parse(file string, data []byte, lookup LookupEnv) (*Job, error) {
 	if lookup == nil {
 		lookup = os.LookupEnv
 	}
 	src := newOrigin(file)
 	errs := newCollector(src)
+	if len(data) > maxFileSize {
+		errs.addAt(0, "", "the file is %d bytes; a job file may have at most %d", len(data), maxFileSize)
+		return nil, errs.err()
+	}
+	src.lastLine = bytes.Count(data, []byte("\n")) + 1
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		line, msg := splitYAMLError(err)
@@ -42,6 +52,9 @@ func Parse(file string, data []byte, lookup LookupEnv) (*Job, error) {
 		return nil, errs.err()
 	}
 	root := doc.Content[0]
+	if !measure(root, errs) {
+		return nil, errs.err()
+	}
 	if resolveAlias(root).Kind != yaml.MappingNode {
 		errs.addAt(root.Line, "", "expected a mapping of keys (name, kafka, source, ...) at the top, got %s", kindName(root))
 		return nil, errs.err()

@@ -12,6 +12,9 @@ type origin struct {
 	name  string
 	lines map[string]int  // every key (and list item) present, even if null
 	set   map[string]bool // keys that had a non-empty value
+	// lastLine is the file's last line: at the end of a file, yaml.v3
+	// may name the line after it. 0: not known.
+	lastLine int
 }
 
 func newOrigin(name string) *origin {
@@ -24,6 +27,14 @@ func (o *origin) file() string {
 		return ""
 	}
 	return o.name
+}
+
+// last returns the file's last line, or 0 if not known.
+func (o *origin) last() int {
+	if o == nil {
+		return 0
+	}
+	return o.lastLine
 }
 
 // line returns the line of key, or of its closest parent present in the

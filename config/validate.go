@@ -1,7 +1,8 @@
 package config
 
 import (
-	"net"
+	"math"
+	"time"
 
 	"github.com/connector-dev/connector/internal/spec"
 )
@@ -37,13 +38,8 @@ func (j *Job) plugins() []*Plugin {
 
 // validateJob checks what belongs to the job as a whole.
 func (j *Job) validateJob(p *Problems) {
-	switch n := j.Name; {
-	case n == "":
-		p.Add("name", "is required")
-	case !validName(n):
-		p.Add("name", "%q may only contain letters, digits, '.', '_' and '-'", n)
-	case len(n) > maxNameLen:
-		p.Add("name", "is longer than %d characters", maxNameLen)
+	if msg := nameProblem(j.Name); msg != "" {
+		p.Add("name", "%s", msg)
 	}
 	j.Source.check(SectionSource, "source", p)
 	j.Sink.check(SectionSink, "sink", p)
@@ -51,10 +47,6 @@ func (j *Job) validateJob(p *Problems) {
 		j.Pipeline.Transforms[i].check(SectionTransform, indexKey("pipeline.transforms", i), p)
 	}
 }
-
-// maxNameLen keeps names that go into file names (sink output, state
-// directories) well under the usual 255-byte limit of a file name.
-const maxNameLen = 100
 
 // check reports a plugin without a type or of an unknown kind (for a Job
 // built in code; the decoder reports them for a file).
@@ -67,25 +59,14 @@ func (pl *Plugin) check(section, key string, p *Problems) {
 	}
 }
 
-func validName(s string) bool {
-	for _, r := range s {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '.', r == '_', r == '-':
-		default:
-			return false
-		}
-	}
-	return true
-}
-
 // Validate checks the cluster settings.
 func (k *Kafka) Validate(p *Problems) {
 	if len(k.Brokers) == 0 {
 		p.Add("brokers", "at least one broker is required")
 	}
 	for i, b := range k.Brokers {
-		if _, _, err := net.SplitHostPort(b); err != nil {
-			p.Add(indexKey("brokers", i), "%q is not host:port", b)
+		if msg := addrProblem(b, 1); msg != "" {
+			p.Add(indexKey("brokers", i), "%s", msg)
 		}
 	}
 	s := k.SASL
@@ -108,19 +89,29 @@ func (k *Kafka) Validate(p *Problems) {
 	}
 }
 
+// fullSnapshotLimit bounds state.full_snapshot_after: a restore applies up
+// to twice this much changelog.
+const fullSnapshotLimit = 64 * GiB
+
 // Validate checks the state settings.
 func (s *State) Validate(p *Problems) {
 	p.Required("dir", s.Dir)
 	spec.Positive(p, "full_snapshot_after", s.FullSnapshotAfter)
+	spec.AtMost(p, "full_snapshot_after", s.FullSnapshotAfter, fullSnapshotLimit)
 }
 
 // Upper bounds of the pipeline: far above what a 2-core machine uses, low
-// enough that a typo cannot exhaust memory (channels grow as parallelism
-// squared).
+// enough that a typo cannot exhaust memory. Every source reader has a
+// channel to every worker, so channels grow as parallelism squared (a
+// million of them at 1024, allocated before the first record).
+// channelRecordsLimit bounds the records all channels together may buffer,
+// parallelism² × channel_capacity; the default capacity stays within it
+// up to parallelism 256.
 const (
 	maxParallelismLimit  = 32768 // key groups are 2 bytes in state keys
-	parallelismLimit     = 1024
+	parallelismLimit     = 256
 	channelCapacityLimit = 1 << 20
+	channelRecordsLimit  = 1 << 26
 )
 
 // Validate checks the task graph's settings.
@@ -134,6 +125,11 @@ func (pl *Pipeline) Validate(p *Problems) {
 		p.Add("parallelism", "%d is more than pipeline.max_parallelism (%d), the number of key groups", pl.Parallelism, pl.MaxParallelism)
 	}
 	p.Between("channel_capacity", pl.ChannelCapacity, 1, channelCapacityLimit)
+	n, c := pl.Parallelism, pl.ChannelCapacity
+	if n >= 1 && n <= parallelismLimit && c <= channelCapacityLimit && n*n*c > channelRecordsLimit {
+		p.Add("channel_capacity", "%d records in each of %d×%d channels is more than %d in all; lower it or pipeline.parallelism",
+			c, n, n, channelRecordsLimit)
+	}
 }
 
 // Validate checks the decode-error policy.
@@ -144,20 +140,31 @@ func (o *OnDecodeError) Validate(p *Problems) {
 		p.Add("topic", "is required with policy dead_letter")
 	case o.Policy != DecodeDeadLetter && o.Topic != "":
 		p.Add("topic", "is only used with policy dead_letter")
+	case o.Topic != "":
+		if msg := TopicProblem(o.Topic); msg != "" {
+			p.Add("topic", "%s", msg)
+		}
 	}
 }
 
-// Validate checks the listen address.
+// Validate checks the listen address; port 0 picks a free port.
 func (h *HTTP) Validate(p *Problems) {
-	if _, _, err := net.SplitHostPort(h.Addr); err != nil {
-		p.Add("addr", "%q is not host:port", h.Addr)
+	if msg := addrProblem(h.Addr, 0); msg != "" {
+		p.Add("addr", "%s", msg)
 	}
 }
+
+// backoffLimit bounds the restart backoffs: a job that should wait longer
+// is better restarted by its supervisor. It also keeps the doubling of the
+// backoff far from overflowing.
+const backoffLimit = time.Hour
 
 // Validate checks the restart policy.
 func (r *Restart) Validate(p *Problems) {
-	p.AtLeast("max_failures", r.MaxFailures, 1)
+	p.Between("max_failures", r.MaxFailures, 1, math.MaxInt32)
 	spec.Positive(p, "initial_backoff", r.InitialBackoff)
+	spec.AtMost(p, "initial_backoff", r.InitialBackoff, backoffLimit)
+	spec.AtMost(p, "max_backoff", r.MaxBackoff, backoffLimit)
 	if r.MaxBackoff < r.InitialBackoff {
 		p.Add("max_backoff", "%v is less than restart.initial_backoff (%v)", r.MaxBackoff, r.InitialBackoff)
 	}

@@ -24,9 +24,14 @@ type DedupConfig struct {
 	Name string `yaml:"name,omitempty" doc:"state namespace; default: the dedup's ordinal among the list's dedups"`
 	// Key is the dotted path of the field whose value identifies a record.
 	Key string `yaml:"key" doc:"dotted path of the field that identifies a record"`
-	// TTL is how long a value is remembered: at least a millisecond.
+	// TTL is how long a value is remembered: at least a millisecond, at
+	// most maxTTL.
 	TTL time.Duration `yaml:"ttl,omitempty" default:"10m" doc:"how long a value is remembered, by record time"`
 }
+
+// maxTTL bounds DedupConfig.TTL: a year of remembered keys is far more
+// state than a dedup should keep.
+const maxTTL = 365 * 24 * time.Hour
 
 func init() {
 	Register(Kind{
@@ -58,8 +63,11 @@ func (c *DedupConfig) problems() []error {
 	case slices.Contains(strings.Split(c.Key, "."), ""):
 		errs = append(errs, configError("dedup.key", "%q has an empty path segment", c.Key))
 	}
-	if c.TTL < time.Millisecond {
+	switch {
+	case c.TTL < time.Millisecond:
 		errs = append(errs, configError("dedup.ttl", "%v: must be at least 1ms", c.TTL))
+	case c.TTL > maxTTL:
+		errs = append(errs, configError("dedup.ttl", "%v: must be at most %v", c.TTL, maxTTL))
 	}
 	return errs
 }

@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"slices"
 	"syscall"
 
@@ -24,10 +25,13 @@ import (
 var version = "dev"
 
 // Exit codes. DESIGN.md's contract: 2 for a bad config (or bad usage).
+// The Go runtime ends a process with 2 too, after a panic nothing recovered
+// or a fatal error; main makes those end otherwise (see main).
 const (
-	exitOK      = 0
-	exitFailure = 1
-	exitUsage   = 2
+	exitOK       = 0
+	exitFailure  = 1
+	exitUsage    = 2
+	exitInternal = 3 // a panic on the main goroutine: a bug
 )
 
 // command is one subcommand.
@@ -52,11 +56,40 @@ func register(name string, c command) {
 	commands[name] = c
 }
 
+// main runs the command and exits with its code. A bug must never exit
+// with 2, the contract's code for a bad config:
+//
+//   - a panic on the main goroutine (the command itself, including the
+//     job's driver loop) is recovered once every deferred cleanup has run,
+//     its stack printed, and the process exits with exitInternal (3);
+//   - a panic on any other goroutine cannot be recovered from here, and a
+//     fatal runtime error (out of memory, concurrent map writes, a
+//     deadlock) by nothing: the traceback level "crash" makes the runtime
+//     end the process with SIGABRT after printing every goroutine's stack
+//     (exit status 134 in a shell, Docker and Kubernetes), where it would
+//     otherwise exit with 2. A core file is written only if the process's
+//     core size limit (ulimit -c) allows it.
+//
+// Either way the job restarts from its last completed checkpoint when it
+// is started again, as after any crash.
 func main() {
+	debug.SetTraceback("crash")
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	code := runRecovered(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
+}
+
+// runRecovered is run, with a panic turned into exitInternal and its stack
+// printed to stderr.
+func runRecovered(ctx context.Context, args []string, stdout, stderr io.Writer) (code int) {
+	defer func() {
+		if r := recover(); r != nil {
+			fmt.Fprintf(stderr, "connector: internal error (a bug; please report it): panic: %v\n\n%s", r, debug.Stack())
+			code = exitInternal
+		}
+	}()
+	return run(ctx, args, stdout, stderr)
 }
 
 // run dispatches args[0] to its command and returns the exit code.

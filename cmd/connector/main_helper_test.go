@@ -6,11 +6,15 @@ import (
 )
 
 // TestMain runs the tests, or, in a test binary re-executed with
-// lockHelperEnv set, acts as a running job holding the checkpoint store.
+// lockHelperEnv set, acts as a running job holding the checkpoint store, or,
+// with panicHelperEnv set, runs main with a command that panics.
 func TestMain(m *testing.M) {
 	if dir := os.Getenv(lockHelperEnv); dir != "" {
 		holdStore(dir)
 		os.Exit(0)
+	}
+	if where := os.Getenv(panicHelperEnv); where != "" {
+		panicInMain(where)
 	}
 	os.Exit(m.Run())
 }

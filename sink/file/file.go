@@ -76,8 +76,18 @@ func (c *Config) Validate(p *spec.Problems) {
 	p.Required("path", c.Path)
 	spec.OneOf(p, "format", "format", c.Format, FormatJSONL, FormatRaw)
 	spec.Positive(p, "roll_size", c.RollSize)
+	spec.AtMost(p, "roll_size", c.RollSize, maxRollSize)
 	spec.NotNegative(p, "roll_age", c.RollAge)
+	spec.AtMost(p, "roll_age", c.RollAge, maxRollAge)
 }
+
+// Upper bounds of rolling: far above any sensible part file, low enough
+// that a typo does not leave output invisible for good (a part becomes
+// visible only once it rolls).
+const (
+	maxRollSize = config.TiB
+	maxRollAge  = 7 * 24 * time.Hour
+)
 
 // fill completes a Config built in code (the config layer has already filled
 // and checked one from a file) and checks it, with the job name.

@@ -56,9 +56,9 @@ func (c *Config) Validate(p *spec.Problems) {
 	}
 	for i, t := range c.Topics {
 		key := spec.Join("topics", "["+itoa(i)+"]")
-		switch {
-		case t == "":
-			p.Add(key, "empty topic name")
+		switch msg := config.TopicProblem(t); {
+		case msg != "":
+			p.Add(key, "%s", msg)
 		case slices.Index(c.Topics, t) < i:
 			p.Add(key, "%q is listed twice", t)
 		}
