@@ -246,7 +246,7 @@ func (w *worker) awaitFinish() {
 // behind that nothing will reference: the state Store removes a changelog
 // it failed to write, and one it wrote is in its next snapshots.
 func (w *worker) conclude(ctx context.Context, id checkpoint.ID, snap checkpoint.Snapshot, m checkpoint.Metrics, err error) error {
-	if errors.Is(err, errFatal) {
+	if errors.Is(err, errFatal) || errors.Is(err, sink.ErrLost) {
 		return fmt.Errorf("%s: %w", w.task, err)
 	}
 	if err != nil {
@@ -271,12 +271,16 @@ func (w *worker) takeSnapshot(ctx context.Context, id checkpoint.ID) (finish fun
 	var cs []sink.Committable
 	sinkRest := func() error { return nil }
 	if apc, ok := w.writer.(sink.AsyncPreCommitter); ok {
-		var rest func() error
-		if cs, rest, err = apc.PreCommitAsync(ctx, id); err != nil {
+		rest, err := apc.PreCommitAsync(ctx, id)
+		if err != nil {
 			return nil, false, fmt.Errorf("sink pre-commit: %w", err)
 		}
 		done := make(chan error, 1)
-		w.spawn(func() { done <- rest() })
+		w.spawn(func() {
+			var err error
+			cs, err = rest() // read by sinkRest's caller only after done
+			done <- err
+		})
 		sinkRest = func() error { return <-done }
 		async = true
 	} else if cs, err = w.writer.PreCommit(ctx, id); err != nil {
@@ -293,7 +297,7 @@ func (w *worker) takeSnapshot(ctx context.Context, id checkpoint.ID) (finish fun
 		async = true
 	}
 	finish = func(m *checkpoint.Metrics) (snap checkpoint.Snapshot, err error) {
-		data := workerData{Committables: cs}
+		var data workerData
 		if pending != nil {
 			c, serr := pending.Wait()
 			if err = serr; err == nil {
@@ -304,6 +308,7 @@ func (w *worker) takeSnapshot(ctx context.Context, id checkpoint.ID) (finish fun
 		if err = errors.Join(err, sinkErr(sinkRest())); err != nil {
 			return checkpoint.Snapshot{}, err
 		}
+		data.Committables = cs
 		snap.Data, err = data.encode()
 		return snap, err
 	}

@@ -38,6 +38,11 @@ var (
 	ErrInvalidConfig = errors.New("invalid sink config")
 	// ErrClosed: a method was called on a closed writer. A bug in the caller.
 	ErrClosed = errors.New("sink writer closed")
+	// ErrLost: the writer lost output it cannot carry to a later
+	// pre-commit (a transaction the broker refused); the task must fail so
+	// that the job restarts from its last completed checkpoint and writes
+	// it again.
+	ErrLost = errors.New("sink output lost in flight")
 	// ErrInUse: another process of the same job holds the sink's output
 	// (the file sink's directory lock). Restarting does not help until it
 	// stops.

@@ -74,15 +74,17 @@ type Writer interface {
 // barrier n becomes durable (Flink's asynchronous snapshot phase).
 //
 // PreCommitAsync(n) is the synchronous part: it closes off everything
-// written so far (later Writes go to new output) and returns the
-// committables PreCommit(n) would return, plus finish, which makes n's
-// output durable. The owner calls finish once, on any goroutine, and may
-// Write meanwhile; it acknowledges n only after finish returned nil, and
-// calls neither PreCommitAsync, PreCommit nor Close before finish returned.
-// If finish fails, n must be declined: its output is carried to the next
-// pre-commit as after a failed PreCommit.
+// written so far (later Writes go to new output) and returns finish, which
+// makes n's output durable and returns the committables PreCommit(n) would
+// return (some sinks know them only then: offsets a broker assigned). The
+// owner calls finish once, on any goroutine, and may Write meanwhile; it
+// acknowledges n only after finish returned, and calls neither
+// PreCommitAsync, PreCommit nor Close before finish returned. If finish
+// fails with ErrNotDurable, n must be declined: its output is carried to
+// the next pre-commit as after a failed PreCommit; any other error (ErrLost)
+// fails the task.
 type AsyncPreCommitter interface {
-	PreCommitAsync(ctx context.Context, id checkpoint.ID) (cs []Committable, finish func() error, err error)
+	PreCommitAsync(ctx context.Context, id checkpoint.ID) (finish func() ([]Committable, error), err error)
 }
 
 // Batcher is implemented by writers that save per-record work when told a

@@ -162,3 +162,25 @@ func TestBuildAndNewValidate(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+func TestFieldReaderReadsStringsDecodedAndOtherValuesAsJSON(t *testing.T) {
+	f := NewFieldReader("a.b")
+	for _, tc := range []struct{ value, want string }{
+		{`{"a":{"b":"x\u0079"}}`, "xy"},
+		{`{"a":{"b":12}}`, "12"},
+		{`{"a":{"b":[1,2]}}`, "[1,2]"},
+	} {
+		got, found, err := f.Get(rec(tc.value))
+		if err != nil || !found || string(got) != tc.want {
+			t.Errorf("Get(%s) = %q, %v, %v; want %q", tc.value, got, found, err, tc.want)
+		}
+	}
+	for _, v := range []string{`{"a":{}}`, `{"a":{"b":null}}`, `{"a":1}`} {
+		if _, found, err := f.Get(rec(v)); found || err != nil {
+			t.Errorf("Get(%s): found %v, %v; want absent", v, found, err)
+		}
+	}
+	if _, _, err := f.Get(rec(`[1]`)); !errors.Is(err, ErrDecode) {
+		t.Errorf("not an object: %v, want ErrDecode", err)
+	}
+}

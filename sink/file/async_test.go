@@ -11,17 +11,19 @@ import (
 	"github.com/connector-dev/connector/sink"
 )
 
-func preCommitAsync(t *testing.T, w sink.Writer, id checkpoint.ID) ([]sink.Committable, func() error) {
+// preCommitAsync starts a pre-commit of w; finish completes it and
+// returns its committables.
+func preCommitAsync(t *testing.T, w sink.Writer, id checkpoint.ID) func() ([]sink.Committable, error) {
 	t.Helper()
 	apc, ok := w.(sink.AsyncPreCommitter)
 	if !ok {
 		t.Fatalf("the file writer does not pre-commit asynchronously")
 	}
-	cs, finish, err := apc.PreCommitAsync(ctx, id)
+	finish, err := apc.PreCommitAsync(ctx, id)
 	if err != nil {
 		t.Fatalf("PreCommitAsync(%d): %v", id, err)
 	}
-	return cs, finish
+	return finish
 }
 
 // TestAsyncPreCommitLeavesLaterWritesToTheNextCheckpoint: records written
@@ -32,16 +34,17 @@ func TestAsyncPreCommitLeavesLaterWritesToTheNextCheckpoint(t *testing.T) {
 	s := newTestFile(t, fs, nil)
 	w := newTestWriter(t, s, 0)
 	writeRange(t, w, 0, 100)
-	cs, finish := preCommitAsync(t, w, 1)
+	finish := preCommitAsync(t, w, 1)
 	writeRange(t, w, 100, 200) // before finish: the worker goes on
-	if err := finish(); err != nil {
+	cs, err := finish()
+	if err != nil {
 		t.Fatalf("finish: %v", err)
 	}
 	commit(t, s, cs)
 	assertExactlyOnce(t, fs, ids(0, 100))
 	w.Committed(1)
-	cs2, finish2 := preCommitAsync(t, w, 2)
-	if err := finish2(); err != nil {
+	cs2, err := preCommitAsync(t, w, 2)()
+	if err != nil {
 		t.Fatalf("finish 2: %v", err)
 	}
 	if len(cs2) != 1 || cs2[0].Checkpoint != 2 {
@@ -66,15 +69,15 @@ func TestAsyncPreCommitThatFailsCarriesItsOutputToTheNextCheckpoint(t *testing.T
 			w := newTestWriter(t, s, 0)
 			writeRange(t, w, 0, 300)
 			f.on.Store(true)
-			_, finish := preCommitAsync(t, w, 1)
-			err := finish()
+			finish := preCommitAsync(t, w, 1)
+			_, err := finish()
 			f.on.Store(false)
 			if !errors.Is(err, sink.ErrNotDurable) || !errors.Is(err, errorfs.ErrInjected) {
 				t.Fatalf("finish = %v, want ErrNotDurable wrapping the injected error", err)
 			}
 			writeRange(t, w, 300, 400)
-			cs, finish2 := preCommitAsync(t, w, 2)
-			if err := finish2(); err != nil {
+			cs, err := preCommitAsync(t, w, 2)()
+			if err != nil {
 				t.Fatalf("finish 2: %v", err)
 			}
 			for _, c := range cs {

@@ -139,11 +139,12 @@ func (w *fileWriter) rollLater() *part {
 // PreCommitAsync with its finish run at once; on failure the parts stay with
 // the writer (and count towards its backlog) for the next pre-commit.
 func (w *fileWriter) PreCommit(ctx context.Context, id checkpoint.ID) ([]sink.Committable, error) {
-	cs, finish, err := w.PreCommitAsync(ctx, id)
+	finish, err := w.PreCommitAsync(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	if err := finish(); err != nil {
+	cs, err := finish()
+	if err != nil {
 		w.takeReturned()
 		w.ioErr = err
 		return nil, err
@@ -154,9 +155,9 @@ func (w *fileWriter) PreCommit(ctx context.Context, id checkpoint.ID) ([]sink.Co
 // PreCommitAsync is PreCommit with the syncs and renames left to finish.
 // The parts it closes off leave the writer: only finish touches them, and a
 // failed finish hands them back for the next pre-commit.
-func (w *fileWriter) PreCommitAsync(_ context.Context, id checkpoint.ID) ([]sink.Committable, func() error, error) {
+func (w *fileWriter) PreCommitAsync(_ context.Context, id checkpoint.ID) (func() ([]sink.Committable, error), error) {
 	if w.closed {
-		return nil, nil, sink.ErrClosed
+		return nil, sink.ErrClosed
 	}
 	w.takeReturned()
 	if w.cur != nil {
@@ -178,20 +179,20 @@ func (w *fileWriter) PreCommitAsync(_ context.Context, id checkpoint.ID) ([]sink
 		w.carried = append(w.carried, w.s.names.encode(id, w.instance, finals))
 	}
 	cs := slices.Clone(w.carried)
-	finish := func() error {
+	finish := func() ([]sink.Committable, error) {
 		err := stage(w.s, w.instance, id, staged)
 		if err == nil {
 			w.log.Debug().Uint64("checkpoint", uint64(id)).Int("files", len(staged)).Msg("pre-committed")
-			return nil
+			return cs, nil
 		}
 		w.mu.Lock()
 		defer w.mu.Unlock()
 		w.carried = slices.DeleteFunc(w.carried, func(c sink.Committable) bool { return c.Checkpoint == id })
 		w.returned = staged
 		w.log.Warn().Err(err).Uint64("checkpoint", uint64(id)).Msg("pre-commit failed; output carried to the next checkpoint")
-		return fmt.Errorf("file sink writer %d pre-commit %d: %w: %w", w.instance, id, sink.ErrNotDurable, err)
+		return nil, fmt.Errorf("file sink writer %d pre-commit %d: %w: %w", w.instance, id, sink.ErrNotDurable, err)
 	}
-	return cs, finish, nil
+	return finish, nil
 }
 
 // takeReturned puts the parts of a failed asynchronous finish back in

@@ -106,3 +106,7 @@ func open(ctx context.Context, cfg any, env source.Env) (source.Source, error) {
 			kgo.FetchMaxPartitionBytes(int32(c.FetchMaxPartitionBytes))),
 	}, restored, env.Log)
 }
+
+// SourceTopics lists the topics the source reads (for other sections'
+// checks, such as a kafka sink's topic).
+func (c *Config) SourceTopics() []string { return c.Topics }
