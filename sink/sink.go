@@ -3,6 +3,7 @@ package sink
 import (
 	"context"
 	"encoding/json"
+	"time"
 
 	"github.com/connector-dev/connector/checkpoint"
 	"github.com/connector-dev/connector/record"
@@ -112,6 +113,16 @@ type Stats struct {
 	// FilesCommitted is how many files (or objects) Commit and Recover
 	// made visible; a file committed before is not counted again.
 	FilesCommitted uint64
+	// RecordsWritten is how many records went to the output (visible or
+	// not yet), for sinks that count them by record.
+	RecordsWritten uint64
+	// TransactionsCommitted and TransactionsAborted count the
+	// transactions of transactional sinks.
+	TransactionsCommitted, TransactionsAborted uint64
+	// OldestOpenTransaction is how long the oldest transaction still open
+	// has been (0: none); a transaction older than its timeout is aborted
+	// by the broker.
+	OldestOpenTransaction time.Duration
 }
 
 // Auditor is implemented by sinks that can tell what their committed output

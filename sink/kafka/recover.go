@@ -1,0 +1,279 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/connector-dev/connector/internal/kafkaclient"
+	"github.com/connector-dev/connector/sink"
+)
+
+// Recover prepares the sink for a (re)start from the checkpoint whose
+// committables are restored, retrying while the cluster is unreachable:
+//
+//  1. checks the topic and the transaction timeout against the broker's
+//     transaction.max.timeout.ms;
+//  2. reads every writer's progress marker;
+//  3. aborts every open transaction of the job (a transactional id's
+//     initialisation aborts what it left open): nothing of a checkpoint
+//     that did not complete stays pending, and no transaction lingers;
+//  4. commits the restored segments whose markers show them uncommitted
+//     by producing their records again from the log, where the aborted
+//     transaction left them, in a new transaction with their marker.
+func (s *Sink) Recover(ctx context.Context, restored []sink.Committable) error {
+	backoff := 200 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		err := s.recover(ctx, restored)
+		if err == nil || !errors.Is(err, errUnreachable) || ctx.Err() != nil {
+			return err
+		}
+		s.log.Warn().Err(err).Int("attempt", attempt).Dur("backoff", backoff).Msg("kafka sink: cluster unreachable at start; retrying")
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("kafka sink recover: %w (last error: %w)", ctx.Err(), err)
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 10*time.Second)
+	}
+}
+
+func (s *Sink) recover(ctx context.Context, restored []sink.Committable) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	if err := s.prepare(ctx); err != nil {
+		return err
+	}
+	progress, err := s.readProgress(ctx)
+	if err != nil {
+		return unreachable(err)
+	}
+	s.mu.Lock()
+	s.progress = progress
+	s.mu.Unlock()
+	if err := s.abortOpen(ctx); err != nil {
+		return err
+	}
+	restored = slices.Clone(restored)
+	slices.SortFunc(restored, func(a, b sink.Committable) int {
+		if a.Writer != b.Writer {
+			return a.Writer - b.Writer
+		}
+		return int(int64(a.Checkpoint) - int64(b.Checkpoint))
+	})
+	redone := 0
+	for _, c := range restored {
+		if progress[c.Writer] >= c.Checkpoint {
+			continue
+		}
+		if err := s.reproduce(ctx, c); err != nil {
+			return err
+		}
+		redone++
+	}
+	s.log.Info().Int("restored_segments", len(restored)).Int("produced_again", redone).Msg("kafka sink recovered")
+	return nil
+}
+
+// prepare looks the topic up (its ID for the markers, its largest record)
+// and checks the transaction timeout against the broker's maximum.
+func (s *Sink) prepare(ctx context.Context) error {
+	details, err := s.adm.ListTopics(ctx, s.cfg.Topic)
+	if err != nil {
+		return unreachable(fmt.Errorf("metadata of %s: %w", s.cfg.Topic, err))
+	}
+	d := details[s.cfg.Topic]
+	switch {
+	case errors.Is(d.Err, kerr.UnknownTopicOrPartition):
+		return fmt.Errorf("%w: kafka sink: topic %s does not exist on %v: create it (the sink does not)", sink.ErrInvalidConfig, s.cfg.Topic, s.conn.Brokers)
+	case d.Err != nil:
+		return fmt.Errorf("%w: kafka sink: topic %s: %w", sink.ErrInvalidConfig, s.cfg.Topic, d.Err)
+	}
+	s.topicID = d.ID
+	max, err := s.brokerConfig(ctx, "transaction.max.timeout.ms")
+	if err == nil && max > 0 && s.cfg.TransactionTimeout > time.Duration(max)*time.Millisecond {
+		return fmt.Errorf("%w: sink.transaction_timeout %v is longer than the brokers' transaction.max.timeout.ms (%v): lower it, or raise the brokers' maximum",
+			sink.ErrInvalidConfig, s.cfg.TransactionTimeout, time.Duration(max)*time.Millisecond)
+	}
+	if rc, err := s.adm.DescribeTopicConfigs(ctx, s.cfg.Topic); err == nil {
+		if c, err := rc.On(s.cfg.Topic, nil); err == nil {
+			for _, kv := range c.Configs {
+				if kv.Key == "max.message.bytes" && kv.Value != nil {
+					s.maxBytes, _ = strconv.Atoi(*kv.Value)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// brokerConfig reads a numeric config of a broker of the cluster.
+func (s *Sink) brokerConfig(ctx context.Context, key string) (int64, error) {
+	rc, err := s.adm.DescribeBrokerConfigs(ctx)
+	if err != nil {
+		return 0, err
+	}
+	for _, r := range rc {
+		for _, kv := range r.Configs {
+			if kv.Key == key && kv.Value != nil {
+				return strconv.ParseInt(*kv.Value, 10, 64)
+			}
+		}
+	}
+	return 0, fmt.Errorf("broker config %s not found", key)
+}
+
+// abortOpen aborts every open transaction of the job: those the broker
+// lists with the job's prefix, and every slot of the current writers.
+func (s *Sink) abortOpen(ctx context.Context) error {
+	ids := map[string]bool{}
+	if listed, err := s.adm.ListTransactions(ctx, nil, nil); err == nil {
+		for _, t := range listed.Sorted() {
+			if strings.HasPrefix(t.TxnID, s.job+"-w") && t.State != "Empty" && t.State != "CompleteCommit" && t.State != "CompleteAbort" {
+				ids[t.TxnID] = true
+			}
+		}
+	} else {
+		return unreachable(fmt.Errorf("list transactions: %w", err))
+	}
+	for id := range ids {
+		cl, err := s.client(id)
+		if err != nil {
+			return err
+		}
+		_, _, err = cl.ProducerID(ctx) // initialising the id aborts its open transaction
+		cl.Close()
+		if err != nil {
+			return unreachable(fmt.Errorf("abort the open transaction of %s: %w", id, err))
+		}
+		s.stats.aborts.Add(1)
+		s.log.Info().Str("txn", id).Msg("kafka sink: aborted a transaction left open")
+	}
+	return nil
+}
+
+// reproduce commits segment c again: its records, read from the log where
+// its aborted transaction left them, produced in a new transaction of the
+// writer's first slot with the marker of c's checkpoint.
+func (s *Sink) reproduce(ctx context.Context, c sink.Committable) error {
+	seg, err := decodeSegment(c)
+	if err != nil {
+		return err
+	}
+	recs, err := s.readSegment(ctx, seg)
+	if err != nil {
+		return err
+	}
+	if int64(len(recs)) != seg.Records {
+		return fmt.Errorf("%w: kafka sink: the log holds %d of the %d records of checkpoint %d writer %d (transaction %s): deleted by retention before they could be committed again",
+			sink.ErrCommitLost, len(recs), seg.Records, c.Checkpoint, c.Writer, seg.TxnID)
+	}
+	id := s.txnID(c.Writer, 0)
+	cl, err := s.client(id, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	if err := cl.BeginTransaction(); err != nil {
+		return unreachable(err)
+	}
+	t := &txn{id: id, cl: cl, writer: c.Writer, began: time.Now(), ranges: map[topicPartition]*prange{}}
+	for _, r := range recs {
+		cl.Produce(ctx, r, t.acked)
+	}
+	if err := cl.Flush(ctx); err != nil {
+		return unreachable(err)
+	}
+	if _, err := t.segment(); err != nil {
+		_ = cl.EndTransaction(ctx, kgo.TryAbort)
+		return unreachable(err)
+	}
+	if err := s.addMarker(ctx, t, c.Checkpoint); err != nil {
+		_ = cl.EndTransaction(ctx, kgo.TryAbort)
+		return unreachable(err)
+	}
+	if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		return unreachable(err)
+	}
+	s.stats.commits.Add(1)
+	s.mu.Lock()
+	s.progress[c.Writer] = c.Checkpoint
+	s.mu.Unlock()
+	s.log.Warn().Uint64("checkpoint", uint64(c.Checkpoint)).Int("writer", c.Writer).Int("records", len(recs)).Str("was", seg.TxnID).
+		Msg("kafka sink: produced a checkpoint's transaction again from the log (it was aborted before it could be committed)")
+	return nil
+}
+
+// readSegment reads a segment's records back from the log, uncommitted
+// ones included, keeping those of its producer and epoch.
+func (s *Sink) readSegment(ctx context.Context, seg segment) ([]*kgo.Record, error) {
+	if len(seg.Ranges) == 0 {
+		return nil, nil
+	}
+	starts := map[string]map[int32]kgo.Offset{}
+	left := map[topicPartition]int64{}
+	for _, r := range seg.Ranges {
+		if starts[r.Topic] == nil {
+			starts[r.Topic] = map[int32]kgo.Offset{}
+		}
+		starts[r.Topic][r.Partition] = kgo.NewOffset().At(r.First)
+		left[topicPartition{r.Topic, r.Partition}] = r.Last
+	}
+	cl, err := kgo.NewClient(append(kafkaclient.Opts(s.conn), kgo.ConsumePartitions(starts), kgo.FetchIsolationLevel(kgo.ReadUncommitted()),
+		kgo.ConsumeResetOffset(kgo.NoResetOffset()))...)
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	var out []*kgo.Record
+	for len(left) > 0 {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			return nil, unreachable(fmt.Errorf("read back transaction %s: %w", seg.TxnID, err))
+		}
+		var ferr error
+		fs.EachError(func(t string, p int32, err error) {
+			if !kerr.IsRetriable(err) && ferr == nil {
+				ferr = fmt.Errorf("read back transaction %s from %s/%d: %w", seg.TxnID, t, p, err)
+			}
+		})
+		if ferr != nil {
+			return nil, fmt.Errorf("%w: %w", sink.ErrCommitLost, ferr)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			tp := topicPartition{r.Topic, r.Partition}
+			last, ok := left[tp]
+			if !ok || r.Offset > last {
+				return
+			}
+			if r.Offset == last {
+				delete(left, tp)
+			}
+			if r.ProducerID == seg.ProducerID && r.ProducerEpoch == seg.Epoch {
+				out = append(out, &kgo.Record{Topic: r.Topic, Partition: r.Partition, Key: r.Key, Value: r.Value, Headers: r.Headers, Timestamp: r.Timestamp})
+			}
+		})
+	}
+	return out, nil
+}
+
+
+// unreachable classes err as one Recover retries, unless it is a broker
+// error no retry fixes.
+func unreachable(err error) error {
+	var ke *kerr.Error
+	if errors.As(err, &ke) && !ke.Retriable {
+		return err
+	}
+	if errors.Is(err, sink.ErrInvalidConfig) || errors.Is(err, sink.ErrCommitLost) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", errUnreachable, err)
+}

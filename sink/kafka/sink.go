@@ -1,0 +1,212 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/connector-dev/connector/checkpoint"
+	"github.com/connector-dev/connector/config"
+	"github.com/connector-dev/connector/internal/kafkaclient"
+	"github.com/connector-dev/connector/sink"
+)
+
+// Sink is the kafka sink. Commit and Recover may be called from any
+// goroutine, not concurrently with each other; each Writer belongs to one
+// goroutine. See the package documentation for the protocol.
+type Sink struct {
+	cfg   Config
+	job   string
+	conn  config.Kafka
+	slots int // transactional ids per writer
+	log   zerolog.Logger
+
+	admin *kgo.Client
+	adm   *kadm.Client
+
+	// Known after Recover (prepare): the topic's ID for the progress
+	// markers, and the largest record the topic takes.
+	topicID  kadm.TopicID
+	maxBytes int
+
+	mu       sync.Mutex
+	writers  map[int]*writer
+	open     map[string]*txn           // pre-committed transactions this process holds, by segment key
+	progress map[int]checkpoint.ID      // each writer's last committed checkpoint
+	stats    struct{ commits, aborts atomic.Uint64 }
+	written  struct{ records, bytes atomic.Uint64 }
+}
+
+var (
+	_ sink.Sink          = (*Sink)(nil)
+	_ sink.Auditor       = (*Sink)(nil)
+	_ sink.StatsReporter = (*Sink)(nil)
+)
+
+// New makes the sink; it does not contact the cluster (Recover does).
+func New(cfg Config, env sink.Env) (*Sink, error) {
+	conn := env.Job.Kafka
+	if cfg.Cluster != nil {
+		conn = *cfg.Cluster
+		if conn.ClientID == "" {
+			conn.ClientID = env.Job.Name
+		}
+	}
+	opts := append(kafkaclient.Opts(conn), kgo.RequestTimeoutOverhead(10*time.Second))
+	admin, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("%w: kafka sink: %w", sink.ErrInvalidConfig, err)
+	}
+	c := env.Job.Checkpoint
+	return &Sink{
+		cfg: cfg, job: env.Job.Name, conn: conn, log: env.Log.With().Str("sink", "kafka").Str("topic", cfg.Topic).Logger(),
+		// The current transaction, the pre-committed ones awaiting their
+		// checkpoint (up to max_concurrent), and those of failed
+		// checkpoints carried to the next (up to tolerable_failures).
+		slots: c.TolerableFailures + c.MaxConcurrent + 2,
+		admin: admin, adm: kadm.NewClient(admin),
+		writers: map[int]*writer{}, open: map[string]*txn{}, progress: map[int]checkpoint.ID{},
+	}, nil
+}
+
+// txnID is the transactional id of one slot of one writer: a bounded set
+// per job, reused, stable across restarts.
+func (s *Sink) txnID(writer, slot int) string {
+	return s.job + "-w" + strconv.Itoa(writer) + "-t" + strconv.Itoa(slot)
+}
+
+// client makes a client for transactional id id.
+func (s *Sink) client(id string, extra ...kgo.Opt) (*kgo.Client, error) {
+	opts := append(kafkaclient.Opts(s.conn),
+		kgo.TransactionalID(id),
+		kgo.TransactionTimeout(s.cfg.TransactionTimeout),
+		kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.ProducerBatchCompression(codecs[s.cfg.Compression]),
+		kgo.ProducerLinger(5*time.Millisecond),
+	)
+	if s.cfg.Partitioning == PartitionSameInput {
+		opts = append(opts, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	}
+	return kgo.NewClient(append(opts, extra...)...)
+}
+
+// NewWriter opens the writer of worker instance.
+func (s *Sink) NewWriter(instance int) (sink.Writer, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, open := s.writers[instance]; open {
+		return nil, fmt.Errorf("kafka sink: writer %d is already open", instance)
+	}
+	w := newWriter(s, instance)
+	s.writers[instance] = w
+	return w, nil
+}
+
+func segmentKey(c sink.Committable) string {
+	return strconv.Itoa(c.Writer) + "/" + strconv.FormatUint(uint64(c.Checkpoint), 10)
+}
+
+// Commit commits the transactions of cs, each writer's in checkpoint order
+// (its markers only grow). A transaction whose marker shows it committed is
+// skipped; one this process still holds is committed (EndTxn); any other
+// (after a restart) is produced again from the log (recover.go).
+func (s *Sink) Commit(ctx context.Context, cs []sink.Committable) error {
+	cs = slices.Clone(cs)
+	slices.SortFunc(cs, func(a, b sink.Committable) int {
+		if a.Writer != b.Writer {
+			return a.Writer - b.Writer
+		}
+		return int(int64(a.Checkpoint) - int64(b.Checkpoint))
+	})
+	for _, c := range cs {
+		if err := s.commitOne(ctx, c); err != nil {
+			return fmt.Errorf("kafka sink commit checkpoint %d writer %d: %w: %w", c.Checkpoint, c.Writer, sink.ErrCommitFailed, err)
+		}
+	}
+	return nil
+}
+
+func (s *Sink) commitOne(ctx context.Context, c sink.Committable) error {
+	s.mu.Lock()
+	done := s.progress[c.Writer] >= c.Checkpoint
+	t := s.open[segmentKey(c)]
+	s.mu.Unlock()
+	if done {
+		return nil
+	}
+	if t == nil {
+		return s.reproduce(ctx, c)
+	}
+	if err := t.cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		return fmt.Errorf("commit transaction %s: %w", t.id, err)
+	}
+	s.stats.commits.Add(1)
+	s.mu.Lock()
+	s.progress[c.Writer] = c.Checkpoint
+	delete(s.open, segmentKey(c))
+	s.mu.Unlock()
+	return nil
+}
+
+// CommittedAfter lists the writers whose committed output goes past
+// checkpoint id.
+func (s *Sink) CommittedAfter(ctx context.Context, id checkpoint.ID) ([]string, error) {
+	progress, err := s.readProgress(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for w, n := range progress {
+		if n > id {
+			out = append(out, fmt.Sprintf("writer %d committed checkpoint %d (group %s)", w, n, progressGroup(s.job, w)))
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// Stats counts what the sink produced and committed since it was made.
+func (s *Sink) Stats() sink.Stats {
+	st := sink.Stats{
+		BytesWritten:          s.written.bytes.Load(),
+		RecordsWritten:        s.written.records.Load(),
+		TransactionsCommitted: s.stats.commits.Load(),
+		TransactionsAborted:   s.stats.aborts.Load(),
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var oldest time.Time
+	note := func(t *txn) {
+		if t != nil && (oldest.IsZero() || t.began.Before(oldest)) {
+			oldest = t.began
+		}
+	}
+	for _, t := range s.open {
+		note(t)
+	}
+	for _, w := range s.writers {
+		note(w.current())
+	}
+	if !oldest.IsZero() {
+		st.OldestOpenTransaction = time.Since(oldest)
+	}
+	return st
+}
+
+// Close closes the admin client; writers close their own.
+func (s *Sink) Close() error {
+	s.admin.Close()
+	return nil
+}
+
+// errUnreachable classes the errors Recover retries.
+var errUnreachable = errors.New("kafka unreachable")

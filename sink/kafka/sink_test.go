@@ -1,0 +1,196 @@
+package kafka
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/connector-dev/connector/internal/kafkatest"
+	"github.com/connector-dev/connector/sink"
+)
+
+// TestOutputIsVisibleOnlyOnceItsCheckpointCommits: pre-committed records
+// are invisible to read_committed consumers until Commit; then each is
+// there once, and the writer's marker says the checkpoint.
+func TestOutputIsVisibleOnlyOnceItsCheckpointCommits(t *testing.T) {
+	b := kafkatest.RealCluster(t)
+	topic := kafkatest.Topic(t, b, 3)
+	s := testSink(t, b, topic, topic, nil)
+	recover_(t, s, nil)
+	w := newTestWriter(t, s, 0)
+	write(t, w, 0, 50)
+	cs := preCommit(t, w, 1)
+	write(t, w, 50, 60) // the next transaction
+	if got := committedValues(t, b, topic, 0); len(got) != 0 {
+		t.Fatalf("%d records visible before the commit", len(got))
+	}
+	if err := s.Commit(ctx, cs); err != nil {
+		t.Fatal(err)
+	}
+	w.Committed(1)
+	if got := committedValues(t, b, topic, 50); !slices.Equal(got, values(0, 50)) {
+		t.Fatalf("visible after commit: %d records, want the 50 before the barrier", len(got))
+	}
+	progress, err := s.readProgress(ctx)
+	if err != nil || progress[0] != 1 {
+		t.Fatalf("progress = %v, %v; want writer 0 at checkpoint 1", progress, err)
+	}
+	if err := s.Commit(ctx, cs); err != nil { // again, as after a crash before Committed
+		t.Fatalf("second commit: %v", err)
+	}
+}
+
+// TestCheckpointsThatFailAreCarriedAndCommittedWithTheNext: the
+// transactions of two failed checkpoints stay open and are committed, in
+// order, with the next checkpoint that completes.
+func TestCheckpointsThatFailAreCarriedAndCommittedWithTheNext(t *testing.T) {
+	b := kafkatest.RealCluster(t)
+	topic := kafkatest.Topic(t, b, 3)
+	s := testSink(t, b, topic, topic, nil)
+	recover_(t, s, nil)
+	w := newTestWriter(t, s, 0)
+	write(t, w, 0, 10)
+	preCommit(t, w, 1) // checkpoint 1 fails
+	write(t, w, 10, 20)
+	preCommit(t, w, 2) // checkpoint 2 fails
+	write(t, w, 20, 30)
+	cs := preCommit(t, w, 3)
+	if len(cs) != 3 {
+		t.Fatalf("checkpoint 3 carries %d committables, want 3", len(cs))
+	}
+	if err := s.Commit(ctx, cs); err != nil {
+		t.Fatal(err)
+	}
+	w.Committed(3)
+	if got := committedValues(t, b, topic, 30); !slices.Equal(got, values(0, 30)) {
+		t.Fatalf("visible: %d records, want 30 once", len(got))
+	}
+}
+
+// TestARestartCommitsWhatTheCrashLeftOpenFromTheLog: a process dies after
+// checkpoint 1's metadata was durable but before its EndTxn (writer 0) and
+// after writer 1 committed. The next process aborts the open transaction
+// and commits writer 0's records again from the log; writer 1's are not
+// produced twice.
+func TestARestartCommitsWhatTheCrashLeftOpenFromTheLog(t *testing.T) {
+	b := kafkatest.RealCluster(t)
+	topic := kafkatest.Topic(t, b, 3)
+	s := testSink(t, b, topic, topic, nil)
+	recover_(t, s, nil)
+	w0, w1 := newTestWriter(t, s, 0), newTestWriter(t, s, 1)
+	write(t, w0, 0, 40)
+	write(t, w1, 40, 80)
+	cs := append(preCommit(t, w0, 1), preCommit(t, w1, 1)...)
+	if err := s.Commit(ctx, cs[1:]); err != nil { // writer 1 only: the crash comes between the two
+		t.Fatal(err)
+	}
+	// The crash: nothing is closed; a new process recovers checkpoint 1.
+	s2 := testSink(t, b, topic, topic, nil)
+	recover_(t, s2, cs)
+	if got := committedValues(t, b, topic, 80); !slices.Equal(got, values(0, 80)) {
+		t.Fatalf("visible after recovery: %d records, want 80 once", len(got))
+	}
+	if err := s2.Commit(ctx, cs); err != nil {
+		t.Fatalf("the commit after recovery: %v", err)
+	}
+	// The first process comes back to life: its transaction was aborted
+	// and its producer fenced; its commit fails, nothing shows twice.
+	if err := s.Commit(ctx, cs[:1]); err == nil {
+		t.Log("the old process's commit was refused silently (marker already past)")
+	}
+	if got := committedValues(t, b, topic, 80); !slices.Equal(got, values(0, 80)) {
+		t.Fatalf("visible after the old process's commit: %d records, want 80 once", len(got))
+	}
+}
+
+// TestATransactionTheBrokerAbortedOnTimeoutLosesNothing: the process dies
+// after pre-commit; while it is down the broker aborts the transaction on
+// its timeout. The restart produces the records again from the log.
+func TestATransactionTheBrokerAbortedOnTimeoutLosesNothing(t *testing.T) {
+	b := kafkatest.RealCluster(t)
+	topic := kafkatest.Topic(t, b, 2)
+	s := testSink(t, b, topic, topic, func(c *Config) { c.TransactionTimeout = 2 * time.Second })
+	recover_(t, s, nil)
+	w := newTestWriter(t, s, 0)
+	write(t, w, 0, 25)
+	cs := preCommit(t, w, 7)
+	adm := kafkatest.Admin(t, b)
+	deadline := time.Now().Add(60 * time.Second)
+	for { // the broker aborts expired transactions on a timer of its own
+		d, err := adm.DescribeTransactions(ctx, txnOf(t, cs[0]))
+		if err == nil {
+			if st, ok := d[txnOf(t, cs[0])]; ok && st.State != "Ongoing" {
+				t.Logf("transaction state after the timeout: %s", st.State)
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the broker did not abort the transaction within 60 s")
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	s2 := testSink(t, b, topic, topic, func(c *Config) { c.TransactionTimeout = 2 * time.Second })
+	recover_(t, s2, cs)
+	if got := committedValues(t, b, topic, 25); !slices.Equal(got, values(0, 25)) {
+		t.Fatalf("visible after recovery: %d records, want 25 once", len(got))
+	}
+}
+
+// TestCloseLeavesNoTransactionOpen: a stop aborts what was written after the
+// last pre-commit and pre-committed transactions of checkpoints that did
+// not complete; a checkpoint with no records opens no transaction.
+func TestCloseLeavesNoTransactionOpen(t *testing.T) {
+	b := kafkatest.RealCluster(t)
+	topic := kafkatest.Topic(t, b, 1)
+	s := testSink(t, b, topic, topic, nil)
+	recover_(t, s, nil)
+	w := newTestWriter(t, s, 0)
+	if cs := preCommit(t, w, 1); len(cs) != 0 {
+		t.Fatalf("an empty checkpoint made committables %v", cs)
+	}
+	write(t, w, 0, 5)
+	preCommit(t, w, 2)
+	write(t, w, 5, 10)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	listed, err := s.adm.ListTransactions(ctx, nil, []string{"Ongoing"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tx := range listed.Sorted() {
+		if strings.HasPrefix(tx.TxnID, topic+"-w") {
+			t.Errorf("transaction %s is %s after Close", tx.TxnID, tx.State)
+		}
+	}
+	if got := committedValues(t, b, topic, 0); len(got) != 0 {
+		t.Errorf("%d records visible", len(got))
+	}
+}
+
+// TestARecordTooLargeIsABadRecordNotAFailedTransaction: a record above the
+// topic's max.message.bytes is refused before it is produced (the
+// decode-error policy applies), and the transaction goes on.
+func TestARecordTooLargeIsABadRecordNotAFailedTransaction(t *testing.T) {
+	b := kafkatest.RealCluster(t)
+	topic := kafkatest.Topic(t, b, 1)
+	s := testSink(t, b, topic, topic, nil)
+	recover_(t, s, nil)
+	s.maxBytes = 100
+	w := newTestWriter(t, s, 0)
+	write(t, w, 0, 3)
+	big := make([]byte, 200)
+	err := w.Write(ctx, recordOf(big))
+	if !errors.Is(err, sink.ErrBadRecord) {
+		t.Fatalf("Write of 200 bytes: %v, want ErrBadRecord", err)
+	}
+	cs := preCommit(t, w, 1)
+	if err := s.Commit(ctx, cs); err != nil {
+		t.Fatal(err)
+	}
+	if got := committedValues(t, b, topic, 3); !slices.Equal(got, values(0, 3)) {
+		t.Fatalf("visible: %v", got)
+	}
+}

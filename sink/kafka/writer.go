@@ -1,0 +1,279 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/connector-dev/connector/checkpoint"
+	"github.com/connector-dev/connector/config"
+	"github.com/connector-dev/connector/record"
+	"github.com/connector-dev/connector/sink"
+	"github.com/connector-dev/connector/transform"
+)
+
+// writer is one worker's producer: a transaction open from its first record
+// after a pre-commit to the next pre-commit, then held until its checkpoint
+// completes (the sink commits it) while the next one fills. Each
+// transaction takes a free slot of the writer's transactional ids.
+type writer struct {
+	s     *Sink
+	index int
+
+	topicField, keyField *transform.FieldReader
+
+	mu      sync.Mutex // cur and slots are read by Stats and Committed
+	cur     *txn
+	clients []*kgo.Client // by slot, made on first use
+	busy    []bool        // slot holds an open transaction
+	carried []sink.Committable
+	holding map[checkpoint.ID]int // slot of each carried segment
+}
+
+var (
+	_ sink.Writer            = (*writer)(nil)
+	_ sink.AsyncPreCommitter = (*writer)(nil)
+)
+
+func newWriter(s *Sink, index int) *writer {
+	w := &writer{s: s, index: index, clients: make([]*kgo.Client, s.slots), busy: make([]bool, s.slots), holding: map[checkpoint.ID]int{}}
+	if s.cfg.TopicField != "" {
+		w.topicField = transform.NewFieldReader(s.cfg.TopicField)
+	}
+	if s.cfg.KeyField != "" {
+		w.keyField = transform.NewFieldReader(s.cfg.KeyField)
+	}
+	return w
+}
+
+func (w *writer) current() *txn {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.cur
+}
+
+// begin opens a transaction in a free slot.
+func (w *writer) begin() (*txn, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	slot := slices.Index(w.busy, false)
+	if slot < 0 {
+		return nil, fmt.Errorf("%w: kafka sink writer %d: all %d transactional ids hold open transactions (more failed checkpoints in a row than checkpoint.tolerable_failures?)", sink.ErrLost, w.index, len(w.busy))
+	}
+	if w.clients[slot] == nil {
+		cl, err := w.s.client(w.s.txnID(w.index, slot))
+		if err != nil {
+			return nil, fmt.Errorf("%w: kafka sink writer %d: %w", sink.ErrLost, w.index, err)
+		}
+		w.clients[slot] = cl
+	}
+	cl := w.clients[slot]
+	if err := cl.BeginTransaction(); err != nil {
+		return nil, fmt.Errorf("%w: kafka sink writer %d: begin transaction: %w", sink.ErrLost, w.index, err)
+	}
+	w.busy[slot] = true
+	t := &txn{id: w.s.txnID(w.index, slot), slot: slot, cl: cl, began: time.Now(), writer: w.index, ranges: map[topicPartition]*prange{}}
+	w.cur = t
+	return t, nil
+}
+
+// Write produces r into the open transaction (opening one if none is).
+// A record the topic cannot take (too large, a topic field that names no
+// valid topic) is ErrBadRecord, before anything is produced.
+func (w *writer) Write(ctx context.Context, r *record.Record) error {
+	kr, err := w.record(r)
+	if err != nil {
+		return err
+	}
+	t := w.current()
+	if t == nil {
+		if t, err = w.begin(); err != nil {
+			return err
+		}
+	}
+	w.s.written.records.Add(1)
+	w.s.written.bytes.Add(uint64(len(kr.Key) + len(kr.Value)))
+	t.cl.Produce(ctx, kr, t.acked)
+	return nil
+}
+
+// record builds the output record of r.
+func (w *writer) record(r *record.Record) (*kgo.Record, error) {
+	kr := &kgo.Record{Topic: w.s.cfg.Topic, Key: r.Key, Value: r.Value, Timestamp: r.Timestamp}
+	if w.topicField != nil {
+		topic, found, err := w.topicField.Get(r)
+		if err != nil {
+			return nil, fmt.Errorf("%w: topic_field: %w", sink.ErrBadRecord, err)
+		}
+		if found {
+			if why := config.TopicProblem(string(topic)); why != "" {
+				return nil, fmt.Errorf("%w: topic_field %s: %s", sink.ErrBadRecord, w.s.cfg.TopicField, why)
+			}
+			kr.Topic = string(topic)
+		}
+	}
+	if w.keyField != nil {
+		key, found, err := w.keyField.Get(r)
+		if err != nil {
+			return nil, fmt.Errorf("%w: key_field: %w", sink.ErrBadRecord, err)
+		}
+		kr.Key = nil
+		if found {
+			kr.Key = slices.Clone(key)
+		}
+	}
+	if w.s.cfg.Partitioning == PartitionSameInput {
+		kr.Partition = r.Partition
+	}
+	size := len(kr.Key) + len(kr.Value)
+	for _, h := range r.Headers {
+		kr.Headers = append(kr.Headers, kgo.RecordHeader{Key: h.Key, Value: h.Value})
+		size += len(h.Key) + len(h.Value)
+	}
+	if w.s.cfg.OriginHeaders {
+		kr.Headers = append(kr.Headers,
+			kgo.RecordHeader{Key: "connector.source.topic", Value: []byte(r.Topic)},
+			kgo.RecordHeader{Key: "connector.source.partition", Value: []byte(strconv.Itoa(int(r.Partition)))},
+			kgo.RecordHeader{Key: "connector.source.offset", Value: []byte(strconv.FormatInt(r.Offset, 10))})
+	}
+	if m := w.s.maxBytes; m > 0 && size > m {
+		return nil, fmt.Errorf("%w: %d bytes, more than the %d the topic %s takes (max.message.bytes)", sink.ErrBadRecord, size, m, kr.Topic)
+	}
+	return kr, nil
+}
+
+// PreCommit is PreCommitAsync with its finish run at once.
+func (w *writer) PreCommit(ctx context.Context, id checkpoint.ID) ([]sink.Committable, error) {
+	finish, err := w.PreCommitAsync(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return finish()
+}
+
+// PreCommitAsync closes off the open transaction: later records go to a
+// new one. finish waits for every record's ack, puts the progress marker
+// for id into the transaction and hands the transaction to the sink to
+// commit; its committable joins those carried. A failure there loses the
+// transaction's records (the broker refused them, or the transaction):
+// ErrLost, the task fails and the restart writes them again.
+func (w *writer) PreCommitAsync(ctx context.Context, id checkpoint.ID) (func() ([]sink.Committable, error), error) {
+	w.mu.Lock()
+	t := w.cur
+	w.cur = nil
+	w.mu.Unlock()
+	if t == nil {
+		return func() ([]sink.Committable, error) { return w.carriedCopy(), nil }, nil
+	}
+	return func() ([]sink.Committable, error) {
+		c, err := w.seal(ctx, t, id)
+		if err != nil {
+			w.abandon(ctx, t)
+			return nil, fmt.Errorf("%w: kafka sink writer %d, checkpoint %d, transaction %s: %w", sink.ErrLost, w.index, id, t.id, err)
+		}
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.carried = append(w.carried, c)
+		w.holding[id] = t.slot
+		return slices.Clone(w.carried), nil
+	}, nil
+}
+
+// seal flushes t, marks it and registers it with the sink for Commit.
+func (w *writer) seal(ctx context.Context, t *txn, id checkpoint.ID) (sink.Committable, error) {
+	if err := t.cl.Flush(ctx); err != nil {
+		return sink.Committable{}, err
+	}
+	seg, err := t.segment()
+	if err != nil {
+		return sink.Committable{}, err
+	}
+	if err := w.s.addMarker(ctx, t, id); err != nil {
+		return sink.Committable{}, err
+	}
+	c, err := encodeSegment(id, w.index, seg)
+	if err != nil {
+		return sink.Committable{}, err
+	}
+	w.s.mu.Lock()
+	w.s.open[segmentKey(c)] = t
+	w.s.mu.Unlock()
+	return c, nil
+}
+
+// abandon aborts t (best effort) and frees its slot.
+func (w *writer) abandon(ctx context.Context, t *txn) {
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := t.cl.AbortBufferedRecords(actx); err == nil {
+		if err := t.cl.EndTransaction(actx, kgo.TryAbort); err == nil {
+			w.s.stats.aborts.Add(1)
+		}
+	}
+	w.mu.Lock()
+	w.busy[t.slot] = false
+	w.mu.Unlock()
+}
+
+func (w *writer) carriedCopy() []sink.Committable {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.carried)
+}
+
+// Committed frees the slots of the transactions of checkpoints <= id (the
+// sink committed them).
+func (w *writer) Committed(id checkpoint.ID) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.carried = slices.DeleteFunc(w.carried, func(c sink.Committable) bool { return c.Checkpoint <= id })
+	for n, slot := range w.holding {
+		if n <= id {
+			w.busy[slot] = false
+			delete(w.holding, n)
+		}
+	}
+}
+
+// Close aborts the writer's open transactions (the one filling and those
+// pre-committed for checkpoints that did not complete: a restart restores
+// a completed checkpoint and produces what it needs again) and closes its
+// clients, so that no transaction of the job lingers after a stop.
+func (w *writer) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	w.mu.Lock()
+	clients, busy := w.clients, slices.Clone(w.busy)
+	w.cur = nil
+	w.mu.Unlock()
+	var errs []error
+	for slot, cl := range clients {
+		if cl == nil {
+			continue
+		}
+		if busy[slot] {
+			_ = cl.AbortBufferedRecords(ctx)
+			if err := cl.EndTransaction(ctx, kgo.TryAbort); err != nil {
+				errs = append(errs, fmt.Errorf("abort %s: %w", w.s.txnID(w.index, slot), err))
+			} else if err == nil {
+				w.s.stats.aborts.Add(1)
+			}
+		}
+		cl.Close()
+	}
+	w.s.mu.Lock()
+	delete(w.s.writers, w.index)
+	for k, t := range w.s.open {
+		if t.writer == w.index {
+			delete(w.s.open, k)
+		}
+	}
+	w.s.mu.Unlock()
+	return errors.Join(errs...)
+}
