@@ -128,6 +128,33 @@ func TestBadConfigsNameFileLineAndKey(t *testing.T) {
 			want: `config.yaml:5: sink.type: unknown sink type "jdbc": this build runs file, kafka or stdout`,
 		},
 		{
+			name: "kafka sink without topic",
+			yaml: doc("name: orders", "kafka: {brokers: [localhost:9092]}", "source: {topics: [orders]}", "sink:", "  type: kafka"),
+			want: `config.yaml:4: sink.topic: is required`,
+		},
+		{
+			name: "kafka sink writing to its own source topic",
+			yaml: doc("name: orders", "kafka: {brokers: [localhost:9092]}", "source: {topics: [orders]}", "sink: {type: kafka, topic: orders}"),
+			want: `config.yaml:4: sink.topic: "orders" is also a source topic`,
+		},
+		{
+			name: "kafka sink transactions shorter than a checkpoint",
+			yaml: doc("name: orders", "kafka: {brokers: [localhost:9092]}", "source: {topics: [orders]}", "checkpoint: {timeout: 2m}", "sink:", "  type: kafka", "  topic: out", "  transaction_timeout: 1m"),
+			want: `config.yaml:8: sink.transaction_timeout: 1m0s must be longer than checkpoint.timeout (2m0s)`,
+		},
+		{
+			name: "kafka sink with sasl but no brokers of its own",
+			yaml: doc("name: orders", "kafka: {brokers: [localhost:9092]}", "source: {topics: [orders]}", "sink:", "  type: kafka", "  topic: out", "  tls: {enabled: true}"),
+			want: `config.yaml:4: sink.brokers: is required with sink.sasl or sink.tls (without it the sink writes to the kafka: cluster, with its settings)`,
+		},
+		{
+			name: "kafka sink to another cluster with a bad broker and half a sasl",
+			yaml: doc("name: orders", "kafka: {brokers: [localhost:9092]}", "source: {topics: [orders]}", "sink:", "  type: kafka", "  topic: orders", "  brokers: [other:90x]", "  sasl: {mechanism: plain, username: u}", "  compression: brotli"),
+			want: "config.yaml:7: sink.brokers[0]: port \"90x\" of \"other:90x\" is not a number from 1 to 65535\n" +
+				"config.yaml:8: sink.sasl.password: is required with mechanism PLAIN\n" +
+				"config.yaml:9: sink.compression: unknown compression \"brotli\" (want none, gzip, snappy, lz4 or zstd)",
+		},
+		{
 			name: "a misspelt sink kind",
 			yaml: doc("name: orders", "kafka: {brokers: [localhost:9092]}", "source: {topics: [orders]}", "sink: {type: fiel, path: ./out}"),
 			want: `config.yaml:4: sink.type: unknown sink type "fiel": this build runs file, kafka or stdout (did you mean file?)`,

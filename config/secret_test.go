@@ -112,3 +112,35 @@ func dumpOf(t *testing.T, j *config.Job) string {
 	}
 	return string(b)
 }
+
+// TestSinkClusterSecretsNeverPrint: a sink writing to another cluster has
+// its own SASL password, redacted in the dump like kafka:'s.
+func TestSinkClusterSecretsNeverPrint(t *testing.T) {
+	const pw = "hunter3-sink"
+	j := mustParse(t, doc(
+		"name: orders",
+		"kafka: {brokers: [localhost:9092]}",
+		"source: {topics: [orders]}",
+		"sink:",
+		"  type: kafka",
+		"  topic: out",
+		"  brokers: [other:9092]",
+		"  sasl: {mechanism: SCRAM-SHA-512, username: connector, password: \"${SINK_PASSWORD}\"}",
+	), map[string]string{"SINK_PASSWORD": pw})
+	dump, err := j.Dump()
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := json.Marshal(j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for how, out := range map[string]string{"Dump": string(dump), "json.Marshal": string(js), "%+v": fmt.Sprintf("%+v", *j)} {
+		if strings.Contains(out, pw) {
+			t.Errorf("%s shows the sink's password:\n%s", how, out)
+		}
+	}
+	if !strings.Contains(string(dump), "other:9092") {
+		t.Errorf("Dump lost the sink's brokers:\n%s", dump)
+	}
+}

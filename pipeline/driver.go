@@ -184,19 +184,20 @@ func (d *driver) complete(ctx context.Context, a checkpoint.NotifyComplete) {
 		d.failed = fmt.Errorf("sink commit of checkpoint %d: %w", a.ID, err)
 		return
 	}
+	committed := time.Since(commitStart)
 	for _, w := range d.writers {
 		w.Committed(a.ID)
 	}
 	d.offsets.submit(r.positions)
 	now := time.Now()
 	took := now.Sub(a.Timestamp)
-	d.metrics.completed(a, now)
+	d.metrics.completed(a, committed, now)
 	d.health.checkpointCompleted()
 	// duration = acked (trigger to the last task's ack: barriers, alignment,
 	// snapshots, pre-commits) + persist (metadata durable) + commit (the
 	// sinks' commit, after the checkpoint became durable) + small gaps.
 	d.log.Info().Uint64("checkpoint", uint64(a.ID)).Dur("duration", took).
-		Dur("acked", p.acked.Sub(a.Timestamp)).Dur("persist", p.durable.Sub(p.acked)).Dur("commit", now.Sub(commitStart)).
+		Dur("acked", p.acked.Sub(a.Timestamp)).Dur("persist", p.durable.Sub(p.acked)).Dur("commit", committed).
 		Dur("sync", a.Totals.Sync).Dur("async", a.Totals.Async).Dur("alignment", a.Totals.Alignment).Int64("state_bytes", a.Totals.Bytes).
 		Int("committables", len(r.committables)).Msg("checkpoint completed")
 	if d.onCommit != nil {

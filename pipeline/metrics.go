@@ -31,6 +31,7 @@ type jobMetrics struct {
 	alignment          prometheus.Histogram
 	syncPart           prometheus.Histogram
 	asyncPart          prometheus.Histogram
+	sinkCommit         prometheus.Histogram
 	lastCompleted      prometheus.Gauge
 	lastCompletedAt    prometheus.Gauge
 	restarts           prometheus.Counter
@@ -80,6 +81,8 @@ func newJobMetrics(reg prometheus.Registerer) *jobMetrics {
 			"Longest synchronous snapshot part (no records processed meanwhile) of any task of a completed checkpoint.", phaseBuckets),
 		asyncPart: histogram("connector_checkpoint_async_duration_seconds",
 			"Longest asynchronous snapshot part (state and sink made durable while records flow) of any task of a completed checkpoint.", phaseBuckets),
+		sinkCommit: histogram("connector_sink_commit_duration_seconds",
+			"Time the sink took to commit a completed checkpoint's output (and that of failed checkpoints before it).", phaseBuckets),
 		lastCompleted:      gauge("connector_checkpoint_last_completed_id", "Id of the last completed checkpoint."),
 		lastCompletedAt:    gauge("connector_checkpoint_last_completed_timestamp_seconds", "When the last completed checkpoint was committed, in seconds since the Unix epoch."),
 		restarts:           counter("connector_job_restarts_total", "Restarts of the job after a failure."),
@@ -93,7 +96,7 @@ func newJobMetrics(reg prometheus.Registerer) *jobMetrics {
 	}
 	reg.MustRegister(
 		m.recordsIn, m.recordsOut, m.checkpointsDone, m.checkpointsFailed,
-		m.checkpointDuration, m.checkpointSize, m.alignment, m.syncPart, m.asyncPart,
+		m.checkpointDuration, m.checkpointSize, m.alignment, m.syncPart, m.asyncPart, m.sinkCommit,
 		m.lastCompleted, m.lastCompletedAt, m.restarts, m.badSkipped, m.badDeadLettered,
 		m.offsetCommitErrors, m.restoreFallbacks, m.attempt, m.kafka,
 	)
@@ -101,7 +104,8 @@ func newJobMetrics(reg prometheus.Registerer) *jobMetrics {
 }
 
 // completed records checkpoint a, committed at now.
-func (m *jobMetrics) completed(a checkpoint.NotifyComplete, now time.Time) {
+func (m *jobMetrics) completed(a checkpoint.NotifyComplete, commit time.Duration, now time.Time) {
+	m.sinkCommit.Observe(commit.Seconds())
 	m.checkpointsDone.Inc()
 	m.checkpointDuration.Observe(now.Sub(a.Timestamp).Seconds())
 	m.checkpointSize.Observe(float64(a.Totals.Bytes))

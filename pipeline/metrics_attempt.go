@@ -27,8 +27,11 @@ import (
 // the next one counts from zero. Gauges (lag, Pebble's sizes) are absent
 // between attempts.
 type attemptMetrics struct {
-	lag, dropped, sinkBytes, sinkFiles *prometheus.Desc
-	state                              stateDescs
+	lag, dropped                      *prometheus.Desc
+	sinkBytes, sinkFiles, sinkRecords *prometheus.Desc
+	sinkTxnCommits, sinkTxnAborts     *prometheus.Desc
+	sinkOldestTxn                     *prometheus.Desc
+	state                             stateDescs
 
 	mu      sync.Mutex
 	cur     *attemptObjects // nil between attempts
@@ -61,9 +64,17 @@ func newAttemptMetrics() *attemptMetrics {
 			"Records a transform step dropped, over all workers: filtered out (transform=\"filter\"), duplicates (transform=\"dedup\").",
 			[]string{"step", "transform"}, nil),
 		sinkBytes: prometheus.NewDesc("connector_sink_written_bytes_total",
-			"Bytes the sink wrote to its output, committed or not yet (sinks that count them: file).", nil, nil),
+			"Bytes the sink wrote to its output (keys and values for kafka), committed or not yet (sinks that count them: file, kafka).", nil, nil),
 		sinkFiles: prometheus.NewDesc("connector_sink_committed_files_total",
 			"Files the sink made visible by committing them (sinks that count them: file).", nil, nil),
+		sinkRecords: prometheus.NewDesc("connector_sink_written_records_total",
+			"Records the sink produced to its output, committed or not yet (sinks that count them: kafka).", nil, nil),
+		sinkTxnCommits: prometheus.NewDesc("connector_sink_transactions_committed_total",
+			"Transactions the sink committed (transactional sinks: kafka).", nil, nil),
+		sinkTxnAborts: prometheus.NewDesc("connector_sink_transactions_aborted_total",
+			"Transactions the sink aborted: at start (left open by an earlier run), on a failed pre-commit, on a stop (transactional sinks: kafka).", nil, nil),
+		sinkOldestTxn: prometheus.NewDesc("connector_sink_oldest_open_transaction_seconds",
+			"Age of the sink's oldest open transaction, 0 if none; the broker aborts a transaction older than its timeout (transactional sinks: kafka).", nil, nil),
 		state:   newStateDescs(),
 		carried: carried{dropped: map[string]uint64{}, state: map[int]stateCounts{}},
 	}
@@ -107,6 +118,9 @@ func addStats(a *sink.Stats, b sink.Stats) *sink.Stats {
 	if a != nil {
 		b.BytesWritten += a.BytesWritten
 		b.FilesCommitted += a.FilesCommitted
+		b.RecordsWritten += a.RecordsWritten
+		b.TransactionsCommitted += a.TransactionsCommitted
+		b.TransactionsAborted += a.TransactionsAborted
 	}
 	return &b
 }
@@ -116,6 +130,10 @@ func (m *attemptMetrics) Describe(ch chan<- *prometheus.Desc) {
 	ch <- m.dropped
 	ch <- m.sinkBytes
 	ch <- m.sinkFiles
+	ch <- m.sinkRecords
+	ch <- m.sinkTxnCommits
+	ch <- m.sinkTxnAborts
+	ch <- m.sinkOldestTxn
 	m.state.describe(ch)
 }
 
@@ -132,14 +150,7 @@ func (m *attemptMetrics) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	m.collectDropped(ch, o.chains)
-	stats := m.carried.sink
-	if r, ok := o.sink.(sink.StatsReporter); ok {
-		stats = addStats(stats, r.Stats())
-	}
-	if stats != nil {
-		ch <- prometheus.MustNewConstMetric(m.sinkBytes, prometheus.CounterValue, float64(stats.BytesWritten))
-		ch <- prometheus.MustNewConstMetric(m.sinkFiles, prometheus.CounterValue, float64(stats.FilesCommitted))
-	}
+	m.collectSink(ch, o.sink)
 	m.collectState(ch, o.stores)
 }
 
@@ -161,4 +172,30 @@ func (m *attemptMetrics) collectDropped(ch chan<- prometheus.Metric, chains []*t
 		step, kind, _ := strings.Cut(name, ":")
 		ch <- prometheus.MustNewConstMetric(m.dropped, prometheus.CounterValue, float64(n), step, kind)
 	}
+}
+
+// collectSink emits the sink's counts, the carried ones added; the age of
+// the oldest open transaction is the current attempt's only (an attempt's
+// transactions end with it).
+func (m *attemptMetrics) collectSink(ch chan<- prometheus.Metric, snk sink.Sink) {
+	stats := m.carried.sink
+	var oldest float64
+	if r, ok := snk.(sink.StatsReporter); ok {
+		cur := r.Stats()
+		oldest = cur.OldestOpenTransaction.Seconds()
+		stats = addStats(stats, cur)
+	}
+	if stats == nil {
+		return
+	}
+	for _, c := range []struct {
+		d *prometheus.Desc
+		n uint64
+	}{
+		{m.sinkBytes, stats.BytesWritten}, {m.sinkFiles, stats.FilesCommitted}, {m.sinkRecords, stats.RecordsWritten},
+		{m.sinkTxnCommits, stats.TransactionsCommitted}, {m.sinkTxnAborts, stats.TransactionsAborted},
+	} {
+		ch <- prometheus.MustNewConstMetric(c.d, prometheus.CounterValue, float64(c.n))
+	}
+	ch <- prometheus.MustNewConstMetric(m.sinkOldestTxn, prometheus.GaugeValue, oldest)
 }

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 	"github.com/prometheus/client_golang/prometheus"
@@ -58,9 +59,12 @@ func TestAttemptCountersCarryOverRestarts(t *testing.T) {
 		t.Helper()
 		s := gather(t, reg)
 		for name, v := range map[string]float64{
-			"connector_records_dropped_total":      dropped,
-			"connector_sink_written_bytes_total":   bytes,
-			"connector_sink_committed_files_total": files,
+			"connector_records_dropped_total":             dropped,
+			"connector_sink_written_bytes_total":          bytes,
+			"connector_sink_committed_files_total":        files,
+			"connector_sink_written_records_total":        files * 10,
+			"connector_sink_transactions_committed_total": files * 2,
+			"connector_sink_transactions_aborted_total":   files * 3,
 		} {
 			if got, ok := s.Sum(name); !ok || got != v {
 				t.Errorf("%s: %s = %v (present %v), want %v", when, name, got, ok, v)
@@ -70,11 +74,23 @@ func TestAttemptCountersCarryOverRestarts(t *testing.T) {
 	if s := gather(t, reg); len(s) != 0 {
 		t.Errorf("before any attempt: %v", s)
 	}
-	detach := run(3, sink.Stats{BytesWritten: 100, FilesCommitted: 2})
+	stats := func(bytes, files uint64, open time.Duration) sink.Stats {
+		return sink.Stats{BytesWritten: bytes, FilesCommitted: files, RecordsWritten: files * 10,
+			TransactionsCommitted: files * 2, TransactionsAborted: files * 3, OldestOpenTransaction: open}
+	}
+	oldest := func(when string, v float64) {
+		t.Helper()
+		if got, ok := gather(t, reg).Sum("connector_sink_oldest_open_transaction_seconds"); !ok || got != v {
+			t.Errorf("%s: oldest open transaction = %v (present %v), want %v", when, got, ok, v)
+		}
+	}
+	detach := run(3, stats(100, 2, 4*time.Second))
 	want("first attempt", 3, 100, 2)
+	oldest("first attempt", 4)
 	detach()
 	want("between attempts", 3, 100, 2)
-	detach = run(4, sink.Stats{BytesWritten: 50, FilesCommitted: 1})
+	oldest("between attempts: an attempt's transactions end with it", 0)
+	detach = run(4, stats(50, 1, 0))
 	want("second attempt", 7, 150, 3)
 	detach()
 	want("after the second attempt", 7, 150, 3)

@@ -33,10 +33,20 @@ const (
 	// and before the job runs again (state half restored, sinks half
 	// recovered).
 	DuringRestore = "during-restore"
+	// AfterFlush: a transactional sink's writer has every record of its
+	// transaction acknowledged by the brokers and has not yet added its
+	// progress marker (the transaction is open, not pre-committed).
+	AfterFlush = "after-flush"
+	// BeforeEndTxn: a checkpoint is durable and the transactional sink is
+	// about to end one of its transactions (EndTxn).
+	BeforeEndTxn = "before-endtxn"
+	// BetweenCommits: between two writers' commits of one checkpoint, so
+	// that one worker's output is visible and another's is not.
+	BetweenCommits = "between-commits"
 )
 
 // names are the valid points, sorted.
-var names = []string{AfterPersist, AfterPreCommit, DuringRestore, MidCommit}
+var names = []string{AfterFlush, AfterPersist, AfterPreCommit, BeforeEndTxn, BetweenCommits, DuringRestore, MidCommit}
 
 // Names returns the names of every crash point, sorted.
 func Names() []string { return slices.Clone(names) }

@@ -48,9 +48,27 @@ type Config struct {
 	// transaction.max.timeout.ms (checked at start). A transaction the
 	// broker aborts on timeout loses nothing: see the package doc.
 	TransactionTimeout time.Duration `yaml:"transaction_timeout" default:"10m" doc:"the transactions' timeout; above checkpoint.timeout"`
-	// Cluster, if set, is the cluster written to, with its own brokers,
-	// TLS and SASL; default: the job's kafka: section.
-	Cluster *config.Kafka `yaml:"cluster,omitempty" doc:"another cluster to write to (default: kafka:)"`
+	// Brokers, if set, are another cluster's seed brokers, reached with
+	// the SASL and TLS settings below (not kafka:'s); default: the
+	// cluster of kafka:, with its settings.
+	Brokers []string    `yaml:"brokers,omitempty" doc:"another cluster to write to (default: the kafka: cluster)"`
+	SASL    config.SASL `yaml:"sasl,omitempty" doc:"SASL to the brokers of sink.brokers"`
+	TLS     config.TLS  `yaml:"tls,omitempty" doc:"TLS to the brokers of sink.brokers"`
+}
+
+// cluster is the cluster the sink writes to.
+func (c *Config) cluster(j *config.Job) config.Kafka {
+	if len(c.Brokers) == 0 {
+		return j.Kafka
+	}
+	return config.Kafka{Brokers: c.Brokers, ClientID: j.Kafka.ClientID, SASL: c.SASL, TLS: c.TLS}
+}
+
+// Normalize splits and trims brokers as kafka.brokers are.
+func (c *Config) Normalize() {
+	k := config.Kafka{Brokers: c.Brokers, SASL: c.SASL}
+	k.Normalize()
+	c.Brokers, c.SASL = k.Brokers, k.SASL
 }
 
 // Partitioning values.
@@ -80,6 +98,12 @@ func (c *Config) Validate(p *spec.Problems) {
 	if _, ok := codecs[c.Compression]; !ok {
 		spec.OneOf(p, "compression", "compression", c.Compression, "none", "gzip", "snappy", "lz4", "zstd")
 	}
+	if len(c.Brokers) > 0 {
+		k := config.Kafka{Brokers: c.Brokers, SASL: c.SASL, TLS: c.TLS}
+		k.Validate(p)
+	} else if c.SASL != (config.SASL{}) || c.TLS.Enabled {
+		p.Add("brokers", "is required with sink.sasl or sink.tls (without it the sink writes to the kafka: cluster, with its settings)")
+	}
 	spec.Positive(p, "transaction_timeout", c.TransactionTimeout)
 	spec.AtMost(p, "transaction_timeout", c.TransactionTimeout, time.Hour)
 }
@@ -90,7 +114,7 @@ func (c *Config) ValidateJob(j *config.Job, p *spec.Problems) {
 	if c.TransactionTimeout <= j.Checkpoint.Timeout && c.TransactionTimeout > 0 {
 		p.Add("sink.transaction_timeout", "%v must be longer than checkpoint.timeout (%v)", c.TransactionTimeout, j.Checkpoint.Timeout)
 	}
-	if c.Cluster == nil && j.Source.Type == "kafka" {
+	if len(c.Brokers) == 0 && j.Source.Type == "kafka" {
 		if topics, ok := j.Source.Config.(interface{ SourceTopics() []string }); ok && slices.Contains(topics.SourceTopics(), c.Topic) {
 			p.Add("sink.topic", "%q is also a source topic", c.Topic)
 		}

@@ -16,7 +16,8 @@
 //
 // Transactional ids are a bounded, stable set per job: <job>-w<writer>-t<slot>,
 // slots 0 to tolerable_failures+max_concurrent+1, a slot reused once its
-// transaction ended. They never grow with checkpoints.
+// transaction ended, plus <job>-w<writer>-r for producing a transaction
+// again after a restart. They never grow with checkpoints.
 //
 // # Decision record
 //

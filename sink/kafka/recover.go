@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/connector-dev/connector/internal/crashpoint"
 	"github.com/connector-dev/connector/internal/kafkaclient"
 	"github.com/connector-dev/connector/sink"
 )
@@ -160,8 +161,9 @@ func (s *Sink) abortOpen(ctx context.Context) error {
 }
 
 // reproduce commits segment c again: its records, read from the log where
-// its aborted transaction left them, produced in a new transaction of the
-// writer's first slot with the marker of c's checkpoint.
+// its aborted transaction left them, produced in a new transaction with the
+// marker of c's checkpoint. It uses the writer's recovery id, never one of
+// its slots: initialising a slot's id would fence a running writer.
 func (s *Sink) reproduce(ctx context.Context, c sink.Committable) error {
 	seg, err := decodeSegment(c)
 	if err != nil {
@@ -175,7 +177,7 @@ func (s *Sink) reproduce(ctx context.Context, c sink.Committable) error {
 		return fmt.Errorf("%w: kafka sink: the log holds %d of the %d records of checkpoint %d writer %d (transaction %s): deleted by retention before they could be committed again",
 			sink.ErrCommitLost, len(recs), seg.Records, c.Checkpoint, c.Writer, seg.TxnID)
 	}
-	id := s.txnID(c.Writer, 0)
+	id := s.recoveryID(c.Writer)
 	cl, err := s.client(id, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
 		return err
@@ -199,6 +201,7 @@ func (s *Sink) reproduce(ctx context.Context, c sink.Committable) error {
 		_ = cl.EndTransaction(ctx, kgo.TryAbort)
 		return unreachable(err)
 	}
+	crashpoint.Hit(crashpoint.BeforeEndTxn)
 	if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
 		return unreachable(err)
 	}
@@ -263,7 +266,6 @@ func (s *Sink) readSegment(ctx context.Context, seg segment) ([]*kgo.Record, err
 	}
 	return out, nil
 }
-
 
 // unreachable classes err as one Recover retries, unless it is a broker
 // error no retry fixes.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/connector-dev/connector/checkpoint"
 	"github.com/connector-dev/connector/config"
+	"github.com/connector-dev/connector/internal/crashpoint"
 	"github.com/connector-dev/connector/internal/kafkaclient"
 	"github.com/connector-dev/connector/sink"
 )
@@ -40,8 +41,8 @@ type Sink struct {
 
 	mu       sync.Mutex
 	writers  map[int]*writer
-	open     map[string]*txn           // pre-committed transactions this process holds, by segment key
-	progress map[int]checkpoint.ID      // each writer's last committed checkpoint
+	open     map[string]*txn       // pre-committed transactions this process holds, by segment key
+	progress map[int]checkpoint.ID // each writer's last committed checkpoint
 	stats    struct{ commits, aborts atomic.Uint64 }
 	written  struct{ records, bytes atomic.Uint64 }
 }
@@ -54,13 +55,7 @@ var (
 
 // New makes the sink; it does not contact the cluster (Recover does).
 func New(cfg Config, env sink.Env) (*Sink, error) {
-	conn := env.Job.Kafka
-	if cfg.Cluster != nil {
-		conn = *cfg.Cluster
-		if conn.ClientID == "" {
-			conn.ClientID = env.Job.Name
-		}
-	}
+	conn := cfg.cluster(env.Job)
 	opts := append(kafkaclient.Opts(conn), kgo.RequestTimeoutOverhead(10*time.Second))
 	admin, err := kgo.NewClient(opts...)
 	if err != nil {
@@ -82,6 +77,12 @@ func New(cfg Config, env sink.Env) (*Sink, error) {
 // per job, reused, stable across restarts.
 func (s *Sink) txnID(writer, slot int) string {
 	return s.job + "-w" + strconv.Itoa(writer) + "-t" + strconv.Itoa(slot)
+}
+
+// recoveryID is the transactional id that produces writer's transactions
+// again after a restart (recover.go).
+func (s *Sink) recoveryID(writer int) string {
+	return s.job + "-w" + strconv.Itoa(writer) + "-r"
 }
 
 // client makes a client for transactional id id.
@@ -127,7 +128,10 @@ func (s *Sink) Commit(ctx context.Context, cs []sink.Committable) error {
 		}
 		return int(int64(a.Checkpoint) - int64(b.Checkpoint))
 	})
-	for _, c := range cs {
+	for i, c := range cs {
+		if i > 0 && cs[i-1].Writer != c.Writer {
+			crashpoint.Hit(crashpoint.BetweenCommits)
+		}
 		if err := s.commitOne(ctx, c); err != nil {
 			return fmt.Errorf("kafka sink commit checkpoint %d writer %d: %w: %w", c.Checkpoint, c.Writer, sink.ErrCommitFailed, err)
 		}
@@ -146,6 +150,7 @@ func (s *Sink) commitOne(ctx context.Context, c sink.Committable) error {
 	if t == nil {
 		return s.reproduce(ctx, c)
 	}
+	crashpoint.Hit(crashpoint.BeforeEndTxn)
 	if err := t.cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
 		return fmt.Errorf("commit transaction %s: %w", t.id, err)
 	}

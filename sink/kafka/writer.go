@@ -13,6 +13,7 @@ import (
 
 	"github.com/connector-dev/connector/checkpoint"
 	"github.com/connector-dev/connector/config"
+	"github.com/connector-dev/connector/internal/crashpoint"
 	"github.com/connector-dev/connector/record"
 	"github.com/connector-dev/connector/sink"
 	"github.com/connector-dev/connector/transform"
@@ -190,6 +191,7 @@ func (w *writer) seal(ctx context.Context, t *txn, id checkpoint.ID) (sink.Commi
 	if err := t.cl.Flush(ctx); err != nil {
 		return sink.Committable{}, err
 	}
+	crashpoint.Hit(crashpoint.AfterFlush)
 	seg, err := t.segment()
 	if err != nil {
 		return sink.Committable{}, err
