@@ -124,3 +124,10 @@ func (r *restored) addState(w int, d workerData) error {
 	r.state = append(r.state, stateChain{worker: w, base: d.State, changelogs: d.Changelogs, keyGroups: *d.KeyGroups})
 	return nil
 }
+
+// Committables returns the sink committables checkpoint md holds (what a
+// restart from it commits), for tools that inspect a stopped job's sink.
+func Committables(md *checkpoint.Metadata) ([]sink.Committable, error) {
+	r, err := fromMetadata(md)
+	return r.committables, err
+}

@@ -150,24 +150,29 @@ func parseOneArg(fs *flag.FlagSet, args []string) (arg string, code int, ok bool
 // returns a nil store, and ok, when the checkpoint dir does not exist: Open
 // would create it, and a read-only command should leave no trace.
 func openStore(path, sub string, stderr io.Writer) (st *store.Store, code int, ok bool) {
+	return openStoreFor(path, "connector checkpoints "+sub, "Stop it first, or ask the running job: GET http://%s/api/checkpoints", stderr)
+}
+
+// openStoreFor is openStore for command cmd, whose hint (given the job's
+// HTTP address) says what to do while the job runs.
+func openStoreFor(path, cmd, hint string, stderr io.Writer) (st *store.Store, code int, ok bool) {
 	job, ok := loadJob(path, stderr)
 	if !ok {
 		return nil, exitUsage, false
 	}
 	dir := job.Checkpoint.Dir
 	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
-		fmt.Fprintf(stderr, "connector checkpoints %s: no checkpoints: %s does not exist\n", sub, dir)
+		fmt.Fprintf(stderr, "%s: no checkpoints: %s does not exist\n", cmd, dir)
 		return nil, exitOK, true
 	}
 	logger := zerolog.New(zerolog.ConsoleWriter{Out: stderr, NoColor: true, PartsExclude: []string{zerolog.TimestampFieldName}})
 	st, err := store.Open(vfs.Default, dir, job.State.Dir, job.Checkpoint.Retained, logger)
 	if err != nil {
 		if lockedByOther(err) {
-			fmt.Fprintf(stderr, "connector checkpoints %s: checkpoint dir %s is locked: is the job running?\n"+
-				"Stop it first, or ask the running job: GET http://%s/api/checkpoints\n(%v)\n",
-				sub, dir, job.HTTP.Addr, err)
+			fmt.Fprintf(stderr, "%s: checkpoint dir %s is locked: is the job running?\n"+hint+"\n(%v)\n",
+				cmd, dir, job.HTTP.Addr, err)
 		} else {
-			fmt.Fprintf(stderr, "connector checkpoints %s: %v\n", sub, err)
+			fmt.Fprintf(stderr, "%s: %v\n", cmd, err)
 		}
 		return nil, exitFailure, false
 	}

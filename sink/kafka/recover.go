@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -131,31 +130,22 @@ func (s *Sink) brokerConfig(ctx context.Context, key string) (int64, error) {
 	return 0, fmt.Errorf("broker config %s not found", key)
 }
 
-// abortOpen aborts every open transaction of the job: those the broker
-// lists with the job's prefix, and every slot of the current writers.
+// abortOpen aborts every open transaction of the job the brokers list.
 func (s *Sink) abortOpen(ctx context.Context) error {
-	ids := map[string]bool{}
-	if listed, err := s.adm.ListTransactions(ctx, nil, nil); err == nil {
-		for _, t := range listed.Sorted() {
-			if strings.HasPrefix(t.TxnID, s.job+"-w") && t.State != "Empty" && t.State != "CompleteCommit" && t.State != "CompleteAbort" {
-				ids[t.TxnID] = true
+	ids, err := s.listJobTxns(ctx)
+	if err != nil || len(ids) == 0 {
+		return unreachable(err)
+	}
+	described, err := s.adm.DescribeTransactions(ctx, ids...) // with no ids, it would describe every transaction
+	if err != nil {
+		return unreachable(fmt.Errorf("describe transactions: %w", err))
+	}
+	for _, d := range described.Sorted() {
+		if (TxnState{State: d.State}).Open() {
+			if err := s.abortID(ctx, d.TxnID); err != nil {
+				return unreachable(err)
 			}
 		}
-	} else {
-		return unreachable(fmt.Errorf("list transactions: %w", err))
-	}
-	for id := range ids {
-		cl, err := s.client(id)
-		if err != nil {
-			return err
-		}
-		_, _, err = cl.ProducerID(ctx) // initialising the id aborts its open transaction
-		cl.Close()
-		if err != nil {
-			return unreachable(fmt.Errorf("abort the open transaction of %s: %w", id, err))
-		}
-		s.stats.aborts.Add(1)
-		s.log.Info().Str("txn", id).Msg("kafka sink: aborted a transaction left open")
 	}
 	return nil
 }
@@ -270,6 +260,9 @@ func (s *Sink) readSegment(ctx context.Context, seg segment) ([]*kgo.Record, err
 // unreachable classes err as one Recover retries, unless it is a broker
 // error no retry fixes.
 func unreachable(err error) error {
+	if err == nil {
+		return nil
+	}
 	var ke *kerr.Error
 	if errors.As(err, &ke) && !ke.Retriable {
 		return err

@@ -162,6 +162,13 @@ func (s *Sink) commitOne(ctx context.Context, c sink.Committable) error {
 	return nil
 }
 
+// committed is writer's last committed checkpoint, as last read or made.
+func (s *Sink) committed(writer int) checkpoint.ID {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.progress[writer]
+}
+
 // CommittedAfter lists the writers whose committed output goes past
 // checkpoint id.
 func (s *Sink) CommittedAfter(ctx context.Context, id checkpoint.ID) ([]string, error) {

@@ -1,0 +1,182 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/connector-dev/connector/config"
+	"github.com/connector-dev/connector/pipeline"
+	"github.com/connector-dev/connector/sink"
+	"github.com/connector-dev/connector/sink/kafka"
+)
+
+func init() {
+	register("txns", command{
+		summary: "list a stopped job's Kafka transactions, abort or commit a lingering one",
+		run:     runTxns,
+	})
+}
+
+const txnsUsage = `usage: connector txns list   --config FILE [--json]
+       connector txns abort  --config FILE TXN_ID
+       connector txns commit --config FILE TXN_ID
+
+For a job with sink.type: kafka, stopped (its checkpoint dir is locked
+while it runs).
+
+list    every transactional id of the job the brokers know: state, producer
+        id and epoch, age of the open transaction, and the completed
+        checkpoint whose output it holds ("needed": not committed yet)
+abort   abort the open transaction of TXN_ID; refused if a completed
+        checkpoint needs it (commit it instead)
+commit  make the output a completed checkpoint needs from TXN_ID's open
+        transaction visible, as a restart of the job would; refused if no
+        completed checkpoint needs it
+
+A restart of the job does both by itself: it commits what the restored
+checkpoint needs and aborts every other open transaction of the job.
+`
+
+// runTxns: connector txns list|abort|commit ...
+func runTxns(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, txnsUsage)
+		return exitUsage
+	}
+	sub := args[0]
+	switch sub {
+	case "list", "abort", "commit":
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(stderr, txnsUsage)
+		return exitOK
+	default:
+		fmt.Fprintf(stderr, "connector txns: unknown subcommand %q\n", sub)
+		fmt.Fprint(stderr, txnsUsage)
+		return exitUsage
+	}
+	fs := newFlags("txns "+sub, "--config FILE [TXN_ID]", stderr)
+	path := configFlag(fs)
+	asJSON := fs.Bool("json", false, "list: print a JSON array instead of a table")
+	id, code, ok := parseOneArg(fs, args[1:])
+	if !ok {
+		return code
+	}
+	if (sub == "list") != (id == "") {
+		fmt.Fprintf(stderr, "connector txns %s: %s\n", sub, map[bool]string{true: "takes no TXN_ID", false: "needs a TXN_ID (see connector txns list)"}[sub == "list"])
+		fs.Usage()
+		return exitUsage
+	}
+	job, ok := loadJob(*path, stderr)
+	if !ok {
+		return exitUsage
+	}
+	if job.Sink.Type != "kafka" {
+		fmt.Fprintf(stderr, "connector txns: %s: sink.type is %s: only a kafka sink has transactions\n", *path, job.Sink.Type)
+		return exitUsage
+	}
+	// The store's lock keeps the job from starting while this runs.
+	st, code, ok := openStoreFor(*path, "connector txns "+sub, "Stop it first (%s serves its metrics meanwhile).", stderr)
+	if !ok {
+		return code
+	}
+	var restored []sink.Committable
+	checkpointID := "none"
+	if st != nil {
+		defer st.Close()
+		md, _, err := st.LoadLatest()
+		if err != nil {
+			fmt.Fprintf(stderr, "connector txns %s: %v\n", sub, err)
+			return exitFailure
+		}
+		if md != nil {
+			checkpointID = strconv.FormatUint(uint64(md.ID), 10)
+			if restored, err = pipeline.Committables(md); err != nil {
+				fmt.Fprintf(stderr, "connector txns %s: %v\n", sub, err)
+				return exitFailure
+			}
+		}
+	}
+	snk, err := newKafkaSink(job, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "connector txns %s: %v\n", sub, err)
+		return exitFailure
+	}
+	defer snk.Close()
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	switch sub {
+	case "list":
+		txns, err := snk.Transactions(ctx, restored)
+		if err != nil {
+			fmt.Fprintf(stderr, "connector txns list: %v\n", err)
+			return exitFailure
+		}
+		if *asJSON {
+			if txns == nil {
+				txns = []kafka.TxnState{}
+			}
+			return printJSON(stdout, stderr, "list", txns)
+		}
+		fmt.Fprintf(stdout, "job %s, restorable checkpoint %s\n", job.Name, checkpointID)
+		printTxns(stdout, txns)
+		return exitOK
+	case "abort":
+		t, err := snk.AbortTxn(ctx, restored, id)
+		if err != nil {
+			fmt.Fprintf(stderr, "connector txns abort: %v\n", err)
+			return exitFailure
+		}
+		if !t.Open() {
+			fmt.Fprintf(stdout, "%s: no open transaction (state %s): nothing to abort\n", id, t.State)
+		} else {
+			fmt.Fprintf(stdout, "%s: aborted its open transaction (producer id %d, epoch %d, open %s)\n", id, t.ProducerID, t.Epoch, t.Age.Round(time.Second))
+		}
+		return exitOK
+	default:
+		t, err := snk.CommitTxn(ctx, restored, id)
+		if err != nil {
+			fmt.Fprintf(stderr, "connector txns commit: %v\n", err)
+			return exitFailure
+		}
+		fmt.Fprintf(stdout, "%s: the output of checkpoint %d is committed\n", id, t.Checkpoint)
+		return exitOK
+	}
+}
+
+// newKafkaSink makes the kafka sink of job, logging to stderr.
+func newKafkaSink(job *config.Job, stderr io.Writer) (*kafka.Sink, error) {
+	log := zerolog.New(zerolog.ConsoleWriter{Out: stderr, NoColor: true, PartsExclude: []string{zerolog.TimestampFieldName}}).Level(zerolog.WarnLevel)
+	return kafka.New(*job.Sink.Config.(*kafka.Config), sink.Env{Job: job, Log: log})
+}
+
+func printTxns(w io.Writer, txns []kafka.TxnState) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TXN ID\tSTATE\tPRODUCER ID\tEPOCH\tAGE\tTIMEOUT\tCHECKPOINT\tPARTITIONS")
+	for _, t := range txns {
+		age, chk := "-", "-"
+		if t.Open() {
+			age = t.Age.Round(time.Second).String()
+		}
+		if t.Checkpoint != 0 {
+			chk = strconv.FormatUint(uint64(t.Checkpoint), 10)
+			if t.Needed {
+				chk += " (needed)"
+			} else {
+				chk += " (committed)"
+			}
+		}
+		state := t.State
+		if t.Err != "" {
+			state += ": " + t.Err
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\n", t.ID, state, t.ProducerID, t.Epoch, age, t.Timeout, chk, orDash(strings.Join(t.Partitions, ",")))
+	}
+	tw.Flush()
+}
