@@ -6,6 +6,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/connector-dev/connector/config"
 	"github.com/connector-dev/connector/internal/metrics"
 	"github.com/connector-dev/connector/sink/file"
+	kafkasink "github.com/connector-dev/connector/sink/kafka"
 	"github.com/connector-dev/connector/source/kafka"
 )
 
@@ -58,7 +60,11 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "connector dev: %s: source type %q: dev runs a kafka source on an embedded broker\n", *path, probe.Source.Type)
 		return exitUsage
 	}
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.DataDir(*dataDir), kfake.SeedTopics(4, src.Topics...))
+	topics := src.Topics
+	if out, ok := probe.Sink.Config.(*kafkasink.Config); ok && len(out.Brokers) == 0 {
+		topics = append(slices.Clone(topics), out.Topic) // a Kafka-to-Kafka job writes to the embedded broker too
+	}
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.DataDir(*dataDir), kfake.SeedTopics(4, topics...))
 	if err != nil {
 		fmt.Fprintf(stderr, "connector dev: start embedded broker: %v\n", err)
 		return exitFailure
@@ -77,7 +83,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	out := outputDir(job)
 	fmt.Fprintf(stdout, "connector dev: embedded broker at %s (data in %s), topics %v, job %q -> %s sink %s\n",
-		brokers, *dataDir, src.Topics, job.Name, job.Sink.Type, out)
+		brokers, *dataDir, src.Topics, job.Name, job.Sink.Type, outputName(job))
 	fmt.Fprintf(stdout, "producing sample orders at %d/s; Ctrl-C takes a final checkpoint and stops\n", *rate)
 
 	gctx, stopGen := context.WithCancel(ctx)
@@ -87,7 +93,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	reg := newRegistry()
 	pctx, stopProgress := context.WithCancel(context.Background())
 	defer stopProgress()
-	go progress(pctx, reg, out, stdout)
+	go progress(pctx, reg, job, out, stdout)
 
 	if err := runJob(ctx, job, log, reg, nil); err != nil {
 		fmt.Fprintf(stderr, "connector dev: %v\n", err)
@@ -95,10 +101,29 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	stopProgress()
 	s := read(reg)
-	fmt.Fprintf(stdout, "stopped after a final checkpoint: %d records in, %d out, %d checkpoints, %d files committed in %s\n",
+	fmt.Fprintf(stdout, "stopped after a final checkpoint: %d records in, %d out, %d checkpoints, %s\n",
 		s.count("connector_records_in_total"), s.count("connector_records_out_total"),
-		s.count("connector_checkpoints_completed_total"), committedFiles(out), out)
+		s.count("connector_checkpoints_completed_total"), s.committed(job, out))
 	return exitOK
+}
+
+// outputName says where the sink writes.
+func outputName(job *config.Job) string {
+	switch c := job.Sink.Config.(type) {
+	case *file.Config:
+		return c.Path
+	case *kafkasink.Config:
+		return "topic " + c.Topic
+	}
+	return ""
+}
+
+// committed says what the sink committed: files, or transactions.
+func (s snapshot) committed(job *config.Job, dir string) string {
+	if _, ok := job.Sink.Config.(*kafkasink.Config); ok {
+		return fmt.Sprintf("%d transactions committed to %s", s.count("connector_sink_transactions_committed_total"), outputName(job))
+	}
+	return fmt.Sprintf("%d files committed in %s", committedFiles(dir), dir)
 }
 
 // outputDir is the file sink's directory, "" for another sink.
@@ -159,7 +184,7 @@ func generate(ctx context.Context, brokers []string, topic string, rate int, std
 
 // progress prints records/s, the last completed checkpoint and the number
 // of committed files once a second, read from the job's metrics.
-func progress(ctx context.Context, reg prometheus.Gatherer, out string, w io.Writer) {
+func progress(ctx context.Context, reg prometheus.Gatherer, job *config.Job, out string, w io.Writer) {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	var lastIn, lastOut uint64
@@ -168,19 +193,19 @@ func progress(ctx context.Context, reg prometheus.Gatherer, out string, w io.Wri
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			lastIn, lastOut = printProgress(reg, out, w, lastIn, lastOut)
+			lastIn, lastOut = printProgress(reg, job, out, w, lastIn, lastOut)
 		}
 	}
 }
 
-func printProgress(reg prometheus.Gatherer, out string, w io.Writer, lastIn, lastOut uint64) (uint64, uint64) {
+func printProgress(reg prometheus.Gatherer, job *config.Job, out string, w io.Writer, lastIn, lastOut uint64) (uint64, uint64) {
 	s := read(reg)
 	in, outN := s.count("connector_records_in_total"), s.count("connector_records_out_total")
 	// p99 since the start, estimated from the histogram's buckets.
 	p99 := s.Quantile("connector_checkpoint_duration_seconds", 0.99)
-	fmt.Fprintf(w, "in %8d rec/s  out %8d rec/s  total in %d out %d  checkpoints %d (last #%d, p99 %.0f ms)  files committed %d\n",
+	fmt.Fprintf(w, "in %8d rec/s  out %8d rec/s  total in %d out %d  checkpoints %d (last #%d, p99 %.0f ms)  %s\n",
 		in-lastIn, outN-lastOut, in, outN, s.count("connector_checkpoints_completed_total"),
-		s.count("connector_checkpoint_last_completed_id"), p99*1000, committedFiles(out))
+		s.count("connector_checkpoint_last_completed_id"), p99*1000, s.committed(job, out))
 	return in, outN
 }
 

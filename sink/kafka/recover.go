@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -68,7 +69,7 @@ func (s *Sink) recover(ctx context.Context, restored []sink.Committable) error {
 		}
 		return int(int64(a.Checkpoint) - int64(b.Checkpoint))
 	})
-	redone := 0
+	before := s.stats.commits.Load()
 	for _, c := range restored {
 		if progress[c.Writer] >= c.Checkpoint {
 			continue
@@ -76,9 +77,8 @@ func (s *Sink) recover(ctx context.Context, restored []sink.Committable) error {
 		if err := s.reproduce(ctx, c); err != nil {
 			return err
 		}
-		redone++
 	}
-	s.log.Info().Int("restored_segments", len(restored)).Int("produced_again", redone).Msg("kafka sink recovered")
+	s.log.Info().Int("restored_segments", len(restored)).Uint64("produced_again", s.stats.commits.Load()-before).Msg("kafka sink recovered")
 	return nil
 }
 
@@ -150,19 +150,34 @@ func (s *Sink) abortOpen(ctx context.Context) error {
 	return nil
 }
 
-// reproduce commits segment c again: its records, read from the log where
-// its aborted transaction left them, produced in a new transaction with the
-// marker of c's checkpoint. It uses the writer's recovery id, never one of
-// its slots: initialising a slot's id would fence a running writer.
+// reproduce commits segment c: it reads the segment back from the log with
+// the transaction's end markers, and if the transaction was aborted (a
+// crash before its EndTxn, the broker's timeout), produces its records
+// again in a new transaction with the marker of c's checkpoint. If the log
+// shows the transaction committed (its progress marker was lost: a
+// progress group expired after offsets.retention.minutes, or was deleted),
+// nothing is produced twice. It uses the writer's recovery id, never one
+// of its slots: initialising a slot's id would fence a running writer.
 func (s *Sink) reproduce(ctx context.Context, c sink.Committable) error {
 	seg, err := decodeSegment(c)
 	if err != nil {
 		return err
 	}
-	recs, err := s.readSegment(ctx, seg)
+	back, err := s.readSegment(ctx, seg)
 	if err != nil {
 		return err
 	}
+	switch {
+	case back.committed > 0 && back.aborted > 0:
+		return fmt.Errorf("%w: kafka sink: transaction %s of checkpoint %d writer %d is committed in %d partitions and aborted in %d",
+			sink.ErrCommitLost, seg.TxnID, c.Checkpoint, c.Writer, back.committed, back.aborted)
+	case back.committed > 0:
+		s.setProgress(c.Writer, c.Checkpoint)
+		s.log.Warn().Uint64("checkpoint", uint64(c.Checkpoint)).Int("writer", c.Writer).Str("txn", seg.TxnID).Str("group", progressGroup(s.job, c.Writer)).
+			Msg("kafka sink: the log shows a checkpoint's transaction committed but its progress marker is gone (the group expired or was deleted); not producing it again")
+		return nil
+	}
+	recs := back.records
 	if int64(len(recs)) != seg.Records {
 		return fmt.Errorf("%w: kafka sink: the log holds %d of the %d records of checkpoint %d writer %d (transaction %s): deleted by retention before they could be committed again",
 			sink.ErrCommitLost, len(recs), seg.Records, c.Checkpoint, c.Writer, seg.TxnID)
@@ -196,40 +211,48 @@ func (s *Sink) reproduce(ctx context.Context, c sink.Committable) error {
 		return unreachable(err)
 	}
 	s.stats.commits.Add(1)
-	s.mu.Lock()
-	s.progress[c.Writer] = c.Checkpoint
-	s.mu.Unlock()
+	s.setProgress(c.Writer, c.Checkpoint)
 	s.log.Warn().Uint64("checkpoint", uint64(c.Checkpoint)).Int("writer", c.Writer).Int("records", len(recs)).Str("was", seg.TxnID).
 		Msg("kafka sink: produced a checkpoint's transaction again from the log (it was aborted before it could be committed)")
 	return nil
 }
 
-// readSegment reads a segment's records back from the log, uncommitted
-// ones included, keeping those of its producer and epoch.
-func (s *Sink) readSegment(ctx context.Context, seg segment) ([]*kgo.Record, error) {
+// segmentLog is what the log holds of a segment: its records (those of
+// its producer and epoch within its ranges) and how its transaction ended
+// in each partition.
+type segmentLog struct {
+	records            []*kgo.Record
+	committed, aborted int // partitions whose end marker says so
+}
+
+// readSegment reads a segment back from the log, uncommitted records
+// included, up to its transaction's end marker in each partition (the
+// first control record of its producer after its first record). The
+// transaction must have ended (Recover aborts the job's open ones first).
+func (s *Sink) readSegment(ctx context.Context, seg segment) (segmentLog, error) {
+	var back segmentLog
 	if len(seg.Ranges) == 0 {
-		return nil, nil
+		return back, nil
 	}
 	starts := map[string]map[int32]kgo.Offset{}
-	left := map[topicPartition]int64{}
+	ranges := map[topicPartition]prange{}
 	for _, r := range seg.Ranges {
 		if starts[r.Topic] == nil {
 			starts[r.Topic] = map[int32]kgo.Offset{}
 		}
 		starts[r.Topic][r.Partition] = kgo.NewOffset().At(r.First)
-		left[topicPartition{r.Topic, r.Partition}] = r.Last
+		ranges[topicPartition{r.Topic, r.Partition}] = r
 	}
 	cl, err := kgo.NewClient(append(kafkaclient.Opts(s.conn), kgo.ConsumePartitions(starts), kgo.FetchIsolationLevel(kgo.ReadUncommitted()),
-		kgo.ConsumeResetOffset(kgo.NoResetOffset()))...)
+		kgo.KeepControlRecords(), kgo.ConsumeResetOffset(kgo.NoResetOffset()))...)
 	if err != nil {
-		return nil, err
+		return back, err
 	}
 	defer cl.Close()
-	var out []*kgo.Record
-	for len(left) > 0 {
+	for len(ranges) > 0 {
 		fs := cl.PollFetches(ctx)
 		if err := ctx.Err(); err != nil {
-			return nil, unreachable(fmt.Errorf("read back transaction %s: %w", seg.TxnID, err))
+			return back, unreachable(fmt.Errorf("read back transaction %s (%d partitions without its end marker yet): %w", seg.TxnID, len(ranges), err))
 		}
 		var ferr error
 		fs.EachError(func(t string, p int32, err error) {
@@ -238,23 +261,40 @@ func (s *Sink) readSegment(ctx context.Context, seg segment) ([]*kgo.Record, err
 			}
 		})
 		if ferr != nil {
-			return nil, fmt.Errorf("%w: %w", sink.ErrCommitLost, ferr)
+			return back, fmt.Errorf("%w: %w", sink.ErrCommitLost, ferr)
 		}
 		fs.EachRecord(func(r *kgo.Record) {
 			tp := topicPartition{r.Topic, r.Partition}
-			last, ok := left[tp]
-			if !ok || r.Offset > last {
+			pr, open := ranges[tp]
+			if !open || r.ProducerID != seg.ProducerID {
 				return
 			}
-			if r.Offset == last {
-				delete(left, tp)
+			if r.Attrs.IsControl() {
+				if controlType(r.Key) == controlCommit {
+					back.committed++
+				} else {
+					back.aborted++
+				}
+				delete(ranges, tp)
+				return
 			}
-			if r.ProducerID == seg.ProducerID && r.ProducerEpoch == seg.Epoch {
-				out = append(out, &kgo.Record{Topic: r.Topic, Partition: r.Partition, Key: r.Key, Value: r.Value, Headers: r.Headers, Timestamp: r.Timestamp})
+			if r.ProducerEpoch == seg.Epoch && r.Offset <= pr.Last {
+				back.records = append(back.records, &kgo.Record{Topic: r.Topic, Partition: r.Partition, Key: r.Key, Value: r.Value, Headers: r.Headers, Timestamp: r.Timestamp})
 			}
 		})
 	}
-	return out, nil
+	return back, nil
+}
+
+// A control record's key is a version (int16) and a type (int16): 0 ends
+// a transaction by aborting it, 1 by committing it.
+const controlCommit = 1
+
+func controlType(key []byte) int16 {
+	if len(key) < 4 {
+		return -1
+	}
+	return int16(binary.BigEndian.Uint16(key[2:4]))
 }
 
 // unreachable classes err as one Recover retries, unless it is a broker

@@ -162,6 +162,15 @@ func (s *Sink) commitOne(ctx context.Context, c sink.Committable) error {
 	return nil
 }
 
+// setProgress notes that writer committed checkpoint id.
+func (s *Sink) setProgress(writer int, id checkpoint.ID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if id > s.progress[writer] {
+		s.progress[writer] = id
+	}
+}
+
 // committed is writer's last committed checkpoint, as last read or made.
 func (s *Sink) committed(writer int) checkpoint.ID {
 	s.mu.Lock()

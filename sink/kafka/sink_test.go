@@ -194,3 +194,38 @@ func TestARecordTooLargeIsABadRecordNotAFailedTransaction(t *testing.T) {
 		t.Fatalf("visible: %v", got)
 	}
 }
+
+// TestALostProgressMarkerDoesNotProduceTwice: checkpoint 1 committed, then
+// its writer's progress group vanished (expired after
+// offsets.retention.minutes while the job was stopped, or deleted). A
+// restart from checkpoint 1 finds the transaction's commit marker in the
+// log and produces nothing again.
+func TestALostProgressMarkerDoesNotProduceTwice(t *testing.T) {
+	b := kafkatest.RealCluster(t)
+	topic := kafkatest.Topic(t, b, 3)
+	s := testSink(t, b, topic, topic, nil)
+	recover_(t, s, nil)
+	w := newTestWriter(t, s, 0)
+	write(t, w, 0, 40)
+	cs := preCommit(t, w, 1)
+	if err := s.Commit(ctx, cs); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.adm.DeleteGroups(ctx, progressGroup(topic, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := s.readProgress(ctx); err != nil || p[0] != 0 {
+		t.Fatalf("progress after deleting the group: %v, %v; want none", p, err)
+	}
+	s2 := testSink(t, b, topic, topic, nil)
+	recover_(t, s2, cs)
+	if got := committedValues(t, b, topic, 40); !slices.Equal(got, values(0, 40)) {
+		t.Fatalf("visible after the restart: %d records, want 40 once", len(got))
+	}
+	if s2.committed(0) != 1 {
+		t.Errorf("progress after the restart: %d, want 1", s2.committed(0))
+	}
+}
