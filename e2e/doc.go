@@ -8,8 +8,10 @@
 //
 // The package owns no product code; everything it knows about the connector
 // is the contract (CLI, config keys, file-sink visibility, /metrics,
-// CONNECTOR_CRASH_AT). Helpers live in harness_test.go; each other test file
-// is one scenario.
+// /readyz, /api/checkpoints, CONNECTOR_CRASH_AT) and a few log lines.
+// Helpers live in harness_test.go, process_test.go, output_test.go,
+// producer_test.go and the *_helpers_test.go files; each other test file is
+// one scenario.
 //
 // Run them against a real broker (they fail without KAFKA_BROKERS):
 //

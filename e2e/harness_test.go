@@ -9,6 +9,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -122,6 +123,10 @@ type jobSpec struct {
 	// A test may change it between runs: each run's config is written from
 	// the job's spec at its start.
 	FullSnapshotAfter string
+	// Config holds more keys by section, written over the harness's own
+	// (for example {"source": {"on_position_lost": "earliest"}}). A test
+	// may change it between runs, as FullSnapshotAfter.
+	Config map[string]map[string]any
 }
 
 // job is one connector job: a topic, a working directory and the runs
@@ -130,18 +135,21 @@ type jobSpec struct {
 // fresh port and its own log files. The processes are SIGKILLed when the
 // test ends; if it failed, the tails of the last runs' stderr are printed.
 type job struct {
-	t       *testing.T
-	bin     string
-	brokers kafkatest.Brokers
-	spec    jobSpec
-	name    string // job name and consumer group
-	topic   string
-	dir     string // working directory of every run; config and logs live here
-	outDir  string // sink.path
-	cfgPath string // the config of the latest run
-	runs    []*proc
-	out     *outputReader
-	tailed  map[*proc]bool
+	t        *testing.T
+	bin      string
+	brokers  kafkatest.Brokers
+	spec     jobSpec
+	name     string // job name and consumer group
+	topic    string
+	label    string // "" for the job made by newJob; names a twin's runs
+	dir      string // working directory of every run; config and logs live here
+	ckptDir  string // checkpoint.dir
+	stateDir string // state.dir
+	outDir   string // sink.path
+	cfgPath  string // the config of the latest run
+	runs     []*proc
+	out      *outputReader
+	tailed   map[*proc]bool
 }
 
 var jobSeq atomic.Int64
@@ -167,6 +175,8 @@ func newJob(t *testing.T, b kafkatest.Brokers, spec jobSpec) *job {
 		dir:     t.TempDir(),
 		tailed:  map[*proc]bool{},
 	}
+	j.ckptDir = filepath.Join(j.dir, "checkpoints")
+	j.stateDir = filepath.Join(j.dir, "state")
 	j.outDir = filepath.Join(j.dir, "out")
 	if err := os.MkdirAll(j.outDir, 0o755); err != nil {
 		t.Fatal(err)
@@ -178,6 +188,61 @@ func newJob(t *testing.T, b kafkatest.Brokers, spec jobSpec) *job {
 	t.Logf("job %s: topic %s (%d partitions), parallelism %d, checkpoint.interval %v, broker %s",
 		j.name, j.topic, spec.Partitions, spec.Parallelism, spec.Interval, b)
 	return j
+}
+
+// Directories a twin may share with its job.
+const (
+	shareCheckpointDir = "checkpoint.dir"
+	shareStateDir      = "state.dir"
+	shareSinkPath      = "sink.path"
+)
+
+// twin returns the same job as a second process of it would run: the same
+// name, consumer group, topic and spec, with a working directory (configs,
+// logs) of its own, and its own checkpoint.dir, state.dir and sink.path
+// except those named in shared, which are j's. Its runs are its own, one
+// at a time, and run beside j's; they are SIGKILLed when the test ends.
+func (j *job) twin(shared ...string) *job {
+	j.t.Helper()
+	spec := j.spec
+	spec.Config = map[string]map[string]any{}
+	for section, keys := range j.spec.Config {
+		spec.Config[section] = maps.Clone(keys)
+	}
+	tw := &job{
+		t:       j.t,
+		bin:     j.bin,
+		brokers: j.brokers,
+		spec:    spec,
+		name:    j.name,
+		topic:   j.topic,
+		label:   "twin",
+		dir:     j.t.TempDir(),
+		tailed:  map[*proc]bool{},
+	}
+	tw.ckptDir = filepath.Join(tw.dir, "checkpoints")
+	tw.stateDir = filepath.Join(tw.dir, "state")
+	tw.outDir = filepath.Join(tw.dir, "out")
+	for _, s := range shared {
+		switch s {
+		case shareCheckpointDir:
+			tw.ckptDir = j.ckptDir
+		case shareStateDir:
+			tw.stateDir = j.stateDir
+		case shareSinkPath:
+			tw.outDir = j.outDir
+		default:
+			j.t.Fatalf("harness: twin cannot share %q", s)
+		}
+	}
+	if err := os.MkdirAll(tw.outDir, 0o755); err != nil {
+		j.t.Fatal(err)
+	}
+	tw.out = newOutputReader(tw.outDir)
+	j.t.Cleanup(tw.cleanup)
+	tw.validate()
+	j.t.Logf("twin of job %s: sharing %v; checkpoint.dir %s, state.dir %s, sink.path %s", j.name, shared, tw.ckptDir, tw.stateDir, tw.outDir)
+	return tw
 }
 
 // shortName makes a test name usable inside a job name (letters, digits, '.',
@@ -207,7 +272,7 @@ func (j *job) writeConfig(file, addr string) string {
 	for _, tr := range j.spec.Transforms {
 		transforms = append(transforms, tr)
 	}
-	stateConfig := map[string]any{"dir": filepath.Join(j.dir, "state")}
+	stateConfig := map[string]any{"dir": j.stateDir}
 	if j.spec.FullSnapshotAfter != "" {
 		stateConfig["full_snapshot_after"] = j.spec.FullSnapshotAfter
 	}
@@ -221,7 +286,7 @@ func (j *job) writeConfig(file, addr string) string {
 		},
 		"checkpoint": map[string]any{
 			"interval": j.spec.Interval.String(),
-			"dir":      filepath.Join(j.dir, "checkpoints"),
+			"dir":      j.ckptDir,
 		},
 		"state": stateConfig,
 		"pipeline": map[string]any{
@@ -230,6 +295,14 @@ func (j *job) writeConfig(file, addr string) string {
 		},
 		"sink": map[string]any{"type": "file", "path": j.outDir, "format": "jsonl"},
 		"http": map[string]any{"addr": addr},
+	}
+	for section, keys := range j.spec.Config {
+		m, ok := cfg[section].(map[string]any)
+		if !ok {
+			m = map[string]any{}
+			cfg[section] = m
+		}
+		maps.Copy(m, keys)
 	}
 	data, err := yaml.Marshal(cfg)
 	if err != nil {

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -131,4 +132,38 @@ func labelsEnd(s string) int {
 		}
 	}
 	return -1
+}
+
+// waitNotReady polls /readyz until it answers 503 with "not ready: <why>",
+// then requires /api/checkpoints to say so too ("ready": false and a
+// "not_ready" reason), and returns why. Call it only while nothing can make
+// p ready again. It fails the test when p ends or timeout passes.
+func (j *job) waitNotReady(p *proc, timeout time.Duration) string {
+	j.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		code, body, err := p.get("/readyz")
+		if err == nil && code == http.StatusServiceUnavailable {
+			why, ok := strings.CutPrefix(strings.TrimSpace(string(body)), "not ready: ")
+			if !ok || why == "" {
+				j.fatalf(p, "%s: /readyz answers 503 with %q, want \"not ready: <why>\"", p, body)
+			}
+			code, body, err := p.get("/api/checkpoints")
+			var st struct {
+				Ready    *bool  `json:"ready"`
+				NotReady string `json:"not_ready"`
+			}
+			if err != nil || code != http.StatusOK || json.Unmarshal(body, &st) != nil || st.Ready == nil || *st.Ready || st.NotReady == "" {
+				j.fatalf(p, "%s: /readyz says not ready (%s), but /api/checkpoints answers HTTP %d %s (%v), want \"ready\": false and a \"not_ready\" reason",
+					p, why, code, body, err)
+			}
+			j.t.Logf("%s: /readyz 503 not ready: %s; /api/checkpoints not_ready: %s", p, why, st.NotReady)
+			return why
+		}
+		j.requireRunning(p, "waiting for /readyz to say not ready")
+		if time.Now().After(deadline) {
+			j.fatalf(p, "%s: /readyz not 503 within %v (last: HTTP %d %q, %v)", p, timeout, code, body, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }

@@ -15,13 +15,15 @@ import (
 
 // proc is one run of the connector.
 type proc struct {
-	n       int // 1 for the job's first run
+	n       int    // 1 for the job's first run
+	label   string // the job's label ("twin"), "" for most
 	env     []string
 	addr    string // http.addr
 	logPath string // stderr: zerolog JSON lines
 	started time.Time
 	cmd     *exec.Cmd
 	done    chan struct{} // closed when the process has been waited for
+	ended   time.Time     // when it was waited for; set before done is closed
 	state   *os.ProcessState
 }
 
@@ -36,7 +38,7 @@ func (j *job) start(env ...string) *proc {
 		}
 	}
 	n := len(j.runs) + 1
-	p := &proc{n: n, env: env, addr: freeAddr(j.t), done: make(chan struct{})}
+	p := &proc{n: n, label: j.label, env: env, addr: freeAddr(j.t), done: make(chan struct{})}
 	cfg := j.writeConfig(fmt.Sprintf("config-%02d.yaml", n), p.addr)
 	p.logPath = filepath.Join(j.dir, fmt.Sprintf("run-%02d.stderr", n))
 	stderr, err := os.Create(p.logPath)
@@ -61,6 +63,7 @@ func (j *job) start(env ...string) *proc {
 	go func() {
 		_ = p.cmd.Wait() // the outcome is in ProcessState
 		p.state = p.cmd.ProcessState
+		p.ended = time.Now()
 		close(p.done)
 	}()
 	j.runs = append(j.runs, p)
@@ -129,8 +132,14 @@ func (p *proc) status() string {
 	return p.state.String()
 }
 
+// pid is the process id of the run.
+func (p *proc) pid() int { return p.cmd.Process.Pid }
+
 func (p *proc) String() string {
 	s := fmt.Sprintf("run %d", p.n)
+	if p.label != "" {
+		s = p.label + " " + s
+	}
 	if len(p.env) > 0 {
 		s += " (" + strings.Join(p.env, " ") + ")"
 	}
