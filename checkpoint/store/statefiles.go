@@ -175,12 +175,13 @@ func (s *Store) CleanStateRoot() ([]string, error) {
 	return deleted, nil
 }
 
-// stateMaxID is the highest checkpoint id a name in the state root carries.
+// stateMaxID is the highest checkpoint id a name in the state root carries;
+// names above MaxID are foreign (the store never writes them) and ignored.
 func (s *Store) stateMaxID() checkpoint.ID {
 	var m checkpoint.ID
 	for _, d := range s.stateDirs() {
 		name, _, _ := strings.Cut(strings.TrimPrefix(d, fullDir+"/"), "-worker-")
-		if id, ok := checkpoint.ParseName(name); ok {
+		if id, ok := checkpoint.ParseName(name); ok && id <= MaxID {
 			m = max(m, id)
 		}
 	}

@@ -96,6 +96,8 @@ func TestStrayNamesNeverDecideIDs(t *testing.T) {
 		must(t, err)
 		must(t, f.Close())
 	}
+	// And in the state root: directories named like checkpoints' above MaxID.
+	writeState(t, mem, "chk-18446744073709551614/worker-0.changelog", "full/chk-09007199254740993-worker-0/MANIFEST-000001")
 	s, logs := openStore(t, mem, 3)
 	if s.MaxID() != 0 {
 		t.Errorf("MaxID = %d, want 0", s.MaxID())
