@@ -66,7 +66,7 @@ func TestKafkaSinkAuthorizationFailuresStopTheJobNamingThem(t *testing.T) {
 				j.kill(p)
 				return
 			}
-			j.requireFailure(p, 0, tc.want)
+			j.requireFailure(p, time.Second, tc.want)
 			t.Logf("%s restarted the job in process %d times before it exited", p, len(j.restartErrors(p)))
 			out, err := j.out.readAll()
 			if err != nil {

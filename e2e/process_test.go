@@ -101,8 +101,12 @@ func (p *proc) exited() bool {
 	}
 }
 
-// wait reports whether the process ended within d.
+// wait reports whether the process ended within d (at once if it has
+// ended already, whatever d).
 func (p *proc) wait(d time.Duration) bool {
+	if p.exited() {
+		return true
+	}
 	select {
 	case <-p.done:
 		return true
