@@ -35,14 +35,14 @@ type Sink struct {
 	adm   *kadm.Client
 
 	// Known after Recover (prepare): the topic's ID for the progress
-	// markers, and the largest record the topic takes.
-	topicID  kadm.TopicID
-	maxBytes int
+	// markers.
+	topicID kadm.TopicID
 
 	mu       sync.Mutex
 	writers  map[int]*writer
-	open     map[string]*txn       // pre-committed transactions this process holds, by segment key
-	progress map[int]checkpoint.ID // each writer's last committed checkpoint
+	open     map[string]*txn        // pre-committed transactions this process holds, by segment key
+	progress map[int]checkpoint.ID  // each writer's last committed checkpoint
+	topics   map[string]cachedTopic // output topics looked up
 	stats    struct{ commits, aborts atomic.Uint64 }
 	written  struct{ records, bytes atomic.Uint64 }
 }
@@ -69,7 +69,7 @@ func New(cfg Config, env sink.Env) (*Sink, error) {
 		// checkpoints carried to the next (up to tolerable_failures).
 		slots: c.TolerableFailures + c.MaxConcurrent + 2,
 		admin: admin, adm: kadm.NewClient(admin),
-		writers: map[int]*writer{}, open: map[string]*txn{}, progress: map[int]checkpoint.ID{},
+		writers: map[int]*writer{}, open: map[string]*txn{}, progress: map[int]checkpoint.ID{}, topics: map[string]cachedTopic{},
 	}, nil
 }
 
@@ -93,11 +93,24 @@ func (s *Sink) client(id string, extra ...kgo.Opt) (*kgo.Client, error) {
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.ProducerBatchCompression(codecs[s.cfg.Compression]),
 		kgo.ProducerLinger(5*time.Millisecond),
+		kgo.ProducerBatchMaxBytesFn(s.batchLimit),
 	)
 	if s.cfg.Partitioning == PartitionSameInput {
 		opts = append(opts, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	}
 	return kgo.NewClient(append(opts, extra...)...)
+}
+
+// batchLimit is the largest batch for topic: its max.message.bytes when
+// known (batches above it are refused whole), else franz-go's default.
+func (s *Sink) batchLimit(topic string) int32 {
+	s.mu.Lock()
+	c, ok := s.topics[topic]
+	s.mu.Unlock()
+	if ok && c.info.maxBytes > 0 {
+		return int32(min(c.info.maxBytes, maxProduceBytes))
+	}
+	return maxProduceBytes
 }
 
 // NewWriter opens the writer of worker instance.
