@@ -4,12 +4,20 @@
 // processing, no output.
 //
 //	raw --brokers 127.0.0.1:39092 --topic bench-100b-5000000 --records 5000000 [--clients 2]
+//	raw ... --out-topic bench-k2k-out-1   (consume and produce)
+//
+// With --out-topic it is the ceiling of a Kafka-to-Kafka job instead: each
+// consumer hands every record (key, value, timestamp) to a producer of its
+// own, franz-go's defaults (acks=all, idempotent, the key's murmur2 picks
+// the partition, as Kafka's Java clients), without transactions, and the
+// run ends once every produced record was acknowledged.
 //
 // Like the connector's source, it reads committed records only and splits
 // the partitions over --clients clients (partition p goes to client p mod
 // clients), one goroutine each. On exit it prints one JSON line on stdout:
 // {"records":N,"bytes":B,"first_s":F,"seconds":S}: F from the start to the
-// first record, S from the start to the last.
+// first record, S from the start to the last one read (with --out-topic:
+// acknowledged by the broker).
 package main
 
 import (
@@ -34,6 +42,7 @@ func main() {
 	topic := flag.String("topic", "", "`topic` to read")
 	records := flag.Int64("records", 0, "stop after this many `records`")
 	clients := flag.Int("clients", 1, "parallel consumers, each owning a share of the partitions")
+	out := flag.String("out-topic", "", "produce every record to this `topic` (it must exist)")
 	flag.Parse()
 	if *brokers == "" || *topic == "" || *records <= 0 || *clients <= 0 {
 		fmt.Fprintln(os.Stderr, "raw: --brokers, --topic and a positive --records are required")
@@ -41,7 +50,7 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	res, err := run(ctx, *brokers, *topic, *records, *clients)
+	res, err := run(ctx, *brokers, *topic, *out, *records, *clients)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "raw: %v\n", err)
 		os.Exit(1)
@@ -56,7 +65,7 @@ type result struct {
 	Seconds float64 `json:"seconds"`
 }
 
-func run(ctx context.Context, brokers, topic string, want int64, clients int) (result, error) {
+func run(ctx context.Context, brokers, topic, out string, want int64, clients int) (result, error) {
 	began := time.Now()
 	admin, err := kgo.NewClient(kgo.SeedBrokers(brokers))
 	if err != nil {
@@ -76,7 +85,7 @@ func run(ctx context.Context, brokers, topic string, want int64, clients int) (r
 	})
 
 	var (
-		nrec, nbytes atomic.Int64
+		nrec, nbytes atomic.Int64 // read, or with out: acknowledged
 		done         = make(chan struct{})
 		once         sync.Once
 		end          time.Time
@@ -84,6 +93,7 @@ func run(ctx context.Context, brokers, topic string, want int64, clients int) (r
 		firstErr     atomic.Pointer[error]
 		firstAt      atomic.Int64 // ns since began of the first record
 	)
+	finish := func() { once.Do(func() { end = time.Now(); close(done) }) }
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	for _, parts := range owned {
@@ -100,6 +110,24 @@ func run(ctx context.Context, brokers, topic string, want int64, clients int) (r
 			return result{}, err
 		}
 		defer cl.Close()
+		var prod *kgo.Client
+		if out != "" {
+			if prod, err = kgo.NewClient(kgo.SeedBrokers(brokers), kgo.DefaultProduceTopic(out)); err != nil {
+				return result{}, err
+			}
+			defer prod.Close()
+		}
+		acked := func(r *kgo.Record, err error) {
+			if err != nil {
+				firstErr.CompareAndSwap(nil, &err)
+				finish() // the run failed
+				return
+			}
+			nbytes.Add(int64(len(r.Value)))
+			if nrec.Add(1) == want {
+				finish()
+			}
+		}
 		wg.Go(func() {
 			for cctx.Err() == nil {
 				fs := cl.PollFetches(cctx)
@@ -112,13 +140,21 @@ func run(ctx context.Context, brokers, topic string, want int64, clients int) (r
 				if !fs.Empty() && firstAt.Load() == 0 {
 					firstAt.CompareAndSwap(0, int64(time.Since(began)))
 				}
+				if prod != nil {
+					// Produce blocks while the producer buffers
+					// its maximum (10,000 records by default).
+					fs.EachRecord(func(rec *kgo.Record) {
+						prod.Produce(cctx, &kgo.Record{Key: rec.Key, Value: rec.Value, Timestamp: rec.Timestamp}, acked)
+					})
+					continue // the last ack ends the run
+				}
 				fs.EachRecord(func(rec *kgo.Record) {
 					r++
 					b += int64(len(rec.Value))
 				})
 				nbytes.Add(b)
 				if nrec.Add(r) >= want {
-					once.Do(func() { end = time.Now(); close(done) })
+					finish()
 					return
 				}
 			}
