@@ -35,6 +35,7 @@ type spec struct {
 	// made fresh for each run, receives the output.
 	k2k      bool
 	outTopic string
+	txn      bool // raw-k2k-txn: the raw loop commits a transaction every interval
 }
 
 // result is what one run measured.
@@ -165,6 +166,10 @@ func (b *bench) launch(s spec, dir string, restore bool, logName string) (*proc,
 			"--clients", strconv.Itoa(s.parallelism)}
 		if s.outTopic != "" {
 			args = append(args, "--out-topic", s.outTopic)
+		}
+		if s.txn {
+			args = append(args, "--txn-interval", s.interval.String(),
+				"--txn-id", "bench-k2k-raw-"+strings.ReplaceAll(filepath.Base(dir), ".", "-"))
 		}
 		p, err := start(s.name, logPath, nil, args...)
 		return p, "", err

@@ -212,7 +212,7 @@ func (b *bench) k2kDrain(s spec) *result {
 		if r.Err == "" {
 			// Without transactions every record is visible at once:
 			// read_uncommitted and read_committed read the same.
-			b.verifyTopic(r, s, false)
+			b.verifyTopic(r, s, s.txn)
 		}
 		return r
 	}

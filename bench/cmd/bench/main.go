@@ -36,12 +36,13 @@ import (
 var experimentNames = []string{
 	"raw", "connector-eo", "connector-alo", "connector-off", "connector-dedup", "flink",
 	"recovery", "scaling-p", "scaling-state",
-	"raw-k2k", "connector-k2k", "flink-k2k",
+	"raw-k2k", "connector-k2k", "flink-k2k", "raw-k2k-txn",
 }
 
 // k2kNames are the Kafka-to-Kafka experiments: a drain of each topic of
-// --sizes and a latency run each.
-var k2kNames = []string{"raw-k2k", "connector-k2k", "flink-k2k"}
+// --sizes and a latency run each. raw-k2k-txn, a diagnostic (the raw loop
+// committing a transaction every second), runs only when --only names it.
+var k2kNames = []string{"raw-k2k", "raw-k2k-txn", "connector-k2k", "flink-k2k"}
 
 type options struct {
 	brokers        string
@@ -197,7 +198,12 @@ func ints(s string) ([]int, error) {
 	return out, nil
 }
 
-func (o *options) wants(name string) bool { return len(o.only) == 0 || o.only[name] }
+func (o *options) wants(name string) bool {
+	if name == "raw-k2k-txn" {
+		return o.only[name]
+	}
+	return len(o.only) == 0 || o.only[name]
+}
 
 // topic is a topic of the load.
 type topic struct {
@@ -549,13 +555,14 @@ func (b *bench) runK2K() error {
 	}
 	labels := map[string]string{
 		"raw-k2k":       "raw franz-go loop (no transactions)",
+		"raw-k2k-txn":   "raw loop + a transaction a second",
 		"connector-k2k": "connector exactly-once 1s",
 		"flink-k2k":     "Flink 2.2 exactly-once 1s",
 	}
-	kinds := map[string]string{"raw-k2k": "raw", "connector-k2k": "connector", "flink-k2k": "flink"}
+	kinds := map[string]string{"raw-k2k": "raw", "raw-k2k-txn": "raw", "connector-k2k": "connector", "flink-k2k": "flink"}
 	mk := func(section, name string, t topic) spec {
 		return spec{section: section, name: name, label: labels[name], kind: kinds[name], topic: t,
-			parallelism: o.parallelism, mode: "exactly_once", interval: time.Second, k2k: true}
+			parallelism: o.parallelism, mode: "exactly_once", interval: time.Second, k2k: true, txn: name == "raw-k2k-txn"}
 	}
 	for _, size := range o.sizes {
 		n := o.records

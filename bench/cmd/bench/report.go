@@ -333,6 +333,8 @@ func shortLabel(r *result) string {
 		return "Flink EO"
 	case "raw-k2k":
 		return "raw loop"
+	case "raw-k2k-txn":
+		return "raw loop + txn"
 	case "connector-k2k":
 		return "connector EO"
 	case "flink-k2k":

@@ -4,6 +4,7 @@
 //
 //	load --brokers 127.0.0.1:39092 --records 5000000 --size 100 [--partitions 8] [--prefix bench]
 //	load --brokers 127.0.0.1:39092 --delete TOPIC,...   (tidy up)
+//	load --brokers 127.0.0.1:39092 --create TOPIC [--partitions 8]   (an empty output topic)
 //
 // The topic is named <prefix>-v<format>-<size>b-<records> (for example
 // bench-v2-100b-5000000; the Kafka-to-Kafka experiments use the prefix
@@ -57,12 +58,19 @@ func main() {
 	partitions := flag.Int("partitions", 8, "partitions of the topic (a multiple of 4 keeps dedup keys on one worker)")
 	prefix := flag.String("prefix", "bench", "the topic's name starts with this `prefix`")
 	del := flag.String("delete", "", "delete these comma-separated `topics` and exit")
+	create := flag.String("create", "", "create this empty `topic` (--partitions) and exit")
 	flag.Parse()
 	if *brokers == "" {
 		fail(errors.New("--brokers or KAFKA_BROKERS is required"))
 	}
 	if *del != "" {
 		if err := deleteTopics(*brokers, strings.Split(*del, ",")); err != nil {
+			fail(err)
+		}
+		return
+	}
+	if *create != "" {
+		if err := createTopic(*brokers, *create, int32(*partitions)); err != nil {
 			fail(err)
 		}
 		return
@@ -213,6 +221,23 @@ func deleteTopics(brokers string, topics []string) error {
 		}
 		fmt.Fprintf(os.Stderr, "load: deleted %s\n", r.Topic)
 	}
+	return nil
+}
+
+func createTopic(brokers, topic string, partitions int32) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	resp, err := kadm.NewClient(cl).CreateTopic(context.Background(), partitions, 1, nil, topic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		return fmt.Errorf("create %s: %w", topic, err)
+	}
+	fmt.Fprintf(os.Stderr, "load: created %s (%d partitions)\n", topic, partitions)
 	return nil
 }
 

@@ -9,8 +9,19 @@
 // With --out-topic it is the ceiling of a Kafka-to-Kafka job instead: each
 // consumer hands every record (key, value, timestamp) to a producer of its
 // own, franz-go's defaults (acks=all, idempotent, the key's murmur2 picks
-// the partition, as Kafka's Java clients), without transactions, and the
-// run ends once every produced record was acknowledged.
+// the partition, as Kafka's Java clients, 10 ms linger) but for
+// compression: none, as the connector's Kafka sink and Flink's KafkaSink
+// produce by default (franz-go's default, snappy, costs the producer and
+// the broker CPU the others do not spend). No transactions; the run ends
+// once every produced record was acknowledged.
+//
+// --txn-interval D (a diagnostic, bench/run's raw-k2k-txn) adds what any
+// exactly-once job pays Kafka: each producer writes in transactions
+// (transactional id <--txn-id>-<client>), committed every D from the
+// consuming goroutine (flush, commit, begin: consuming waits meanwhile);
+// the run then ends once the last transactions are committed. --linger
+// sets the producers' linger (franz-go's default 10 ms; the connector's
+// sink uses 5 ms).
 //
 // Like the connector's source, it reads committed records only and splits
 // the partitions over --clients clients (partition p goes to client p mod
@@ -42,7 +53,11 @@ func main() {
 	topic := flag.String("topic", "", "`topic` to read")
 	records := flag.Int64("records", 0, "stop after this many `records`")
 	clients := flag.Int("clients", 1, "parallel consumers, each owning a share of the partitions")
-	out := flag.String("out-topic", "", "produce every record to this `topic` (it must exist)")
+	var k produceOpts
+	flag.StringVar(&k.out, "out-topic", "", "produce every record to this `topic` (it must exist)")
+	flag.DurationVar(&k.txnInterval, "txn-interval", 0, "with --out-topic: produce in transactions committed this often (0: none)")
+	flag.StringVar(&k.txnID, "txn-id", "bench-k2k-raw", "with --txn-interval: the transactional ids' `prefix`")
+	flag.DurationVar(&k.linger, "linger", 10*time.Millisecond, "with --out-topic: the producers' linger")
 	flag.Parse()
 	if *brokers == "" || *topic == "" || *records <= 0 || *clients <= 0 {
 		fmt.Fprintln(os.Stderr, "raw: --brokers, --topic and a positive --records are required")
@@ -50,12 +65,20 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	res, err := run(ctx, *brokers, *topic, *out, *records, *clients)
+	res, err := run(ctx, *brokers, *topic, k, *records, *clients)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "raw: %v\n", err)
 		os.Exit(1)
 	}
 	_ = json.NewEncoder(os.Stdout).Encode(res)
+}
+
+// produceOpts are the consume-and-produce loop's.
+type produceOpts struct {
+	out         string
+	txnInterval time.Duration
+	txnID       string
+	linger      time.Duration
 }
 
 type result struct {
@@ -65,7 +88,7 @@ type result struct {
 	Seconds float64 `json:"seconds"`
 }
 
-func run(ctx context.Context, brokers, topic, out string, want int64, clients int) (result, error) {
+func run(ctx context.Context, brokers, topic string, k produceOpts, want int64, clients int) (result, error) {
 	began := time.Now()
 	admin, err := kgo.NewClient(kgo.SeedBrokers(brokers))
 	if err != nil {
@@ -96,7 +119,7 @@ func run(ctx context.Context, brokers, topic, out string, want int64, clients in
 	finish := func() { once.Do(func() { end = time.Now(); close(done) }) }
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	for _, parts := range owned {
+	for i, parts := range owned {
 		if len(parts) == 0 {
 			continue
 		}
@@ -111,11 +134,35 @@ func run(ctx context.Context, brokers, topic, out string, want int64, clients in
 		}
 		defer cl.Close()
 		var prod *kgo.Client
-		if out != "" {
-			if prod, err = kgo.NewClient(kgo.SeedBrokers(brokers), kgo.DefaultProduceTopic(out)); err != nil {
+		if k.out != "" {
+			opts := []kgo.Opt{kgo.SeedBrokers(brokers), kgo.DefaultProduceTopic(k.out),
+				kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.ProducerLinger(k.linger)}
+			if k.txnInterval > 0 {
+				opts = append(opts, kgo.TransactionalID(fmt.Sprintf("%s-%d", k.txnID, i)), kgo.TransactionTimeout(time.Minute))
+			}
+			if prod, err = kgo.NewClient(opts...); err != nil {
 				return result{}, err
 			}
 			defer prod.Close()
+			if k.txnInterval > 0 {
+				if err := prod.BeginTransaction(); err != nil {
+					return result{}, err
+				}
+			}
+		}
+		// commit ends the producer's transaction, and begins the next
+		// unless last.
+		commit := func(last bool) {
+			if err := prod.Flush(ctx); err == nil {
+				err = prod.EndTransaction(ctx, kgo.TryCommit)
+			}
+			if err == nil && !last {
+				err = prod.BeginTransaction()
+			}
+			if err != nil {
+				firstErr.CompareAndSwap(nil, &err)
+				finish()
+			}
 		}
 		acked := func(r *kgo.Record, err error) {
 			if err != nil {
@@ -129,6 +176,10 @@ func run(ctx context.Context, brokers, topic, out string, want int64, clients in
 			}
 		}
 		wg.Go(func() {
+			if k.txnInterval > 0 {
+				defer commit(true) // after the last ack (cctx is cancelled then)
+			}
+			txnBegan := time.Now()
 			for cctx.Err() == nil {
 				fs := cl.PollFetches(cctx)
 				fs.EachError(func(t string, p int32, err error) {
@@ -144,8 +195,12 @@ func run(ctx context.Context, brokers, topic, out string, want int64, clients in
 					// Produce blocks while the producer buffers
 					// its maximum (10,000 records by default).
 					fs.EachRecord(func(rec *kgo.Record) {
-						prod.Produce(cctx, &kgo.Record{Key: rec.Key, Value: rec.Value, Timestamp: rec.Timestamp}, acked)
+						prod.Produce(ctx, &kgo.Record{Key: rec.Key, Value: rec.Value, Timestamp: rec.Timestamp}, acked)
 					})
+					if k.txnInterval > 0 && time.Since(txnBegan) >= k.txnInterval {
+						commit(false)
+						txnBegan = time.Now()
+					}
 					continue // the last ack ends the run
 				}
 				fs.EachRecord(func(rec *kgo.Record) {
@@ -166,6 +221,9 @@ func run(ctx context.Context, brokers, topic, out string, want int64, clients in
 	}
 	cancel()
 	wg.Wait()
+	if k.txnInterval > 0 {
+		end = time.Now() // the last transactions committed
+	}
 	if e := firstErr.Load(); e != nil && ctx.Err() == nil && nrec.Load() < want {
 		return result{}, *e
 	}
