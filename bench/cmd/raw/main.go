@@ -151,10 +151,18 @@ func run(ctx context.Context, brokers, topic string, k produceOpts, want int64, 
 			}
 		}
 		// commit ends the producer's transaction, and begins the next
-		// unless last.
+		// unless last. The last commit runs after the run was stopped
+		// (every record acknowledged, or a signal) with a context of its
+		// own.
 		commit := func(last bool) {
-			if err := prod.Flush(ctx); err == nil {
-				err = prod.EndTransaction(ctx, kgo.TryCommit)
+			c := ctx
+			if last {
+				var cancel context.CancelFunc
+				c, cancel = context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+			}
+			if err := prod.Flush(c); err == nil {
+				err = prod.EndTransaction(c, kgo.TryCommit)
 			}
 			if err == nil && !last {
 				err = prod.BeginTransaction()
@@ -181,9 +189,15 @@ func run(ctx context.Context, brokers, topic string, k produceOpts, want int64, 
 			}
 			txnBegan := time.Now()
 			for cctx.Err() == nil {
-				fs := cl.PollFetches(cctx)
+				pctx, pcancel := cctx, context.CancelFunc(func() {})
+				if k.txnInterval > 0 {
+					// Wake up to commit even when nothing comes.
+					pctx, pcancel = context.WithDeadline(cctx, txnBegan.Add(k.txnInterval))
+				}
+				fs := cl.PollFetches(pctx)
+				pcancel()
 				fs.EachError(func(t string, p int32, err error) {
-					if !errors.Is(err, context.Canceled) {
+					if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
 						firstErr.CompareAndSwap(nil, &err)
 					}
 				})
