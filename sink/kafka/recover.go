@@ -31,16 +31,22 @@ import (
 //     by producing their records again from the log, where the aborted
 //     transaction left them, in a new transaction with their marker.
 func (s *Sink) Recover(ctx context.Context, restored []sink.Committable) error {
+	return s.retry(ctx, "at start", func() error { return s.recover(ctx, restored) })
+}
+
+// retry runs fn until it returns nil or an error other than errUnreachable,
+// backing off and logging while the cluster is unreachable, until ctx ends.
+func (s *Sink) retry(ctx context.Context, what string, fn func() error) error {
 	backoff := 200 * time.Millisecond
 	for attempt := 1; ; attempt++ {
-		err := s.recover(ctx, restored)
+		err := fn()
 		if err == nil || !errors.Is(err, errUnreachable) || ctx.Err() != nil {
 			return err
 		}
-		s.log.Warn().Err(err).Int("attempt", attempt).Dur("backoff", backoff).Msg("kafka sink: cluster unreachable at start; retrying")
+		s.log.Warn().Err(err).Int("attempt", attempt).Dur("backoff", backoff).Msgf("kafka sink: cluster unreachable %s; retrying", what)
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("kafka sink recover: %w (last error: %w)", ctx.Err(), err)
+			return fmt.Errorf("kafka sink: %s: %w (last error: %w)", what, ctx.Err(), err)
 		case <-time.After(backoff):
 		}
 		backoff = min(2*backoff, 10*time.Second)

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -37,6 +38,10 @@ type writer struct {
 	index int
 
 	topicField, keyField *transform.FieldReader
+
+	// Counted per writer (no shared cache line on the record path), read
+	// by Stats.
+	records, bytes atomic.Uint64
 
 	mu      sync.Mutex // cur and slots are read by Stats and Committed
 	cur     *txn
@@ -90,6 +95,7 @@ func (w *writer) begin() (*txn, error) {
 	w.busy[slot] = true
 	t := &txn{id: w.s.txnID(w.index, slot), slot: slot, cl: cl, began: time.Now(), writer: w.index, ranges: map[topicPartition]*prange{}}
 	w.cur = t
+	t.startAddGroup(w.s)
 	return t, nil
 }
 
@@ -107,15 +113,16 @@ func (w *writer) Write(ctx context.Context, r *record.Record) error {
 			return err
 		}
 	}
-	w.s.written.records.Add(1)
-	w.s.written.bytes.Add(uint64(len(kr.Key) + len(kr.Value)))
+	w.records.Add(1)
+	w.bytes.Add(uint64(len(kr.Key) + len(kr.Value)))
 	t.cl.Produce(ctx, kr, t.acked)
 	return nil
 }
 
 // record builds the output record of r.
 func (w *writer) record(ctx context.Context, r *record.Record) (*kgo.Record, error) {
-	kr := &kgo.Record{Topic: w.s.cfg.Topic, Key: r.Key, Value: r.Value, Timestamp: r.Timestamp}
+	kr := newRecord()
+	kr.Topic, kr.Key, kr.Value, kr.Timestamp = w.s.cfg.Topic, r.Key, r.Value, r.Timestamp
 	if w.topicField != nil {
 		topic, found, err := w.topicField.Get(r)
 		if err != nil {
@@ -293,6 +300,8 @@ func (w *writer) Close() error {
 		cl.Close()
 	}
 	w.s.mu.Lock()
+	w.s.closed.records += w.records.Load()
+	w.s.closed.bytes += w.bytes.Load()
 	delete(w.s.writers, w.index)
 	for k, t := range w.s.open {
 		if t.writer == w.index {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -115,11 +114,11 @@ func (s *Sink) commitOne(ctx context.Context, c sink.Committable) error {
 func (s *Sink) finish(ctx context.Context, conn *pgx.Conn, c sink.Committable) error {
 	if s.cfg.Mode == ModeUpsert {
 		if _, err := conn.Exec(ctx, mergeSQL(s.plan)); err != nil {
-			return rowsErr(err, "merge the staged rows")
+			return unreachable(rowsErr(err, "merge the staged rows"))
 		}
 	}
 	if err := markCommitted(ctx, conn, s.plan.progress, s.job, s.owner, c.Writer, c.Checkpoint); err != nil {
-		return err
+		return unreachable(err) // errFenced passes as it is
 	}
 	crashpoint.Hit(crashpoint.BeforeEndTxn)
 	if _, err := conn.Exec(ctx, "COMMIT"); err != nil {
@@ -141,22 +140,9 @@ func (s *Sink) removeOpen(c sink.Committable) {
 // sink's own connection, unless the progress table shows them committed;
 // it retries while the database is unreachable, until ctx ends.
 func (s *Sink) rewrite(ctx context.Context, c sink.Committable, seal spoolSeal) error {
-	backoff := 200 * time.Millisecond
-	for attempt := 1; ; attempt++ {
-		err := s.rewriteOnce(ctx, c, seal)
-		if err == nil || !errors.Is(err, errUnreachable) {
-			return err
-		}
-		s.dropAdmin()
-		s.log.Warn().Err(err).Int("attempt", attempt).Dur("backoff", backoff).Int("writer", c.Writer).Uint64("checkpoint", uint64(c.Checkpoint)).
-			Msg("postgres sink: database unreachable while committing; retrying")
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%w (last error: %w)", ctx.Err(), err)
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, 10*time.Second)
-	}
+	return s.retry(ctx, fmt.Sprintf("while committing checkpoint %d writer %d", c.Checkpoint, c.Writer), func() error {
+		return s.rewriteOnce(ctx, c, seal)
+	})
 }
 
 func (s *Sink) rewriteOnce(ctx context.Context, c sink.Committable, seal spoolSeal) error {

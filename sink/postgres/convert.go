@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/big"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -36,7 +38,7 @@ func converterFor(oid uint32, typmod int32) (converter, string) {
 	case pgtype.Float8OID:
 		return floatConv(math.MaxFloat64), ""
 	case pgtype.NumericOID:
-		return numericConv, ""
+		return numericConv(typmod), ""
 	case pgtype.BoolOID:
 		return boolConv, ""
 	case pgtype.TextOID, pgtype.VarcharOID, pgtype.BPCharOID, pgtype.NameOID:
@@ -60,6 +62,14 @@ func converterFor(oid uint32, typmod int32) (converter, string) {
 }
 
 var errWantString = errors.New("want a JSON string")
+
+// PostgreSQL's ranges: 4713 BC (year -4712) to 294276 AD for timestamps,
+// 5874897 AD for dates.
+const (
+	minYear          = -4712
+	maxTimestampYear = 294276
+	maxDateYear      = 5874897
+)
 
 func stringOf(raw []byte) (string, error) {
 	if raw[0] != '"' {
@@ -106,12 +116,79 @@ func floatConv(max float64) converter {
 	}
 }
 
-func numericConv(raw []byte) (any, error) {
-	var n pgtype.Numeric
-	if err := n.Scan(numberText(raw)); err != nil || !n.Valid {
-		return nil, fmt.Errorf("%s is not a number", raw)
+// numericConv checks a numeric(p,s) value as PostgreSQL would: rounded
+// to s decimals, it has at most p-s digits before the point; no infinity.
+func numericConv(typmod int32) converter {
+	precision, scale := -1, 0
+	if typmod >= 4 {
+		precision, scale = int((typmod-4)>>16)&0xffff, int(typmod-4)&0xffff
 	}
-	return n, nil
+	return func(raw []byte) (any, error) {
+		n, ok := parseNumeric(numberText(raw))
+		if !ok {
+			return nil, fmt.Errorf("%s is not a number", raw)
+		}
+		if precision < 0 || n.NaN {
+			return n, nil
+		}
+		if n.InfinityModifier != pgtype.Finite {
+			return nil, fmt.Errorf("%s: numeric(%d,%d) cannot hold infinity", raw, precision, scale)
+		}
+		if intDigits(n.Int, int(n.Exp), scale) > precision-scale {
+			return nil, fmt.Errorf("%s does not fit numeric(%d,%d) (at most %d digits before the point)", raw, precision, scale, precision-scale)
+		}
+		return n, nil
+	}
+}
+
+// parseNumeric reads a JSON number (exponents included) exactly, or NaN,
+// Infinity and -Infinity.
+func parseNumeric(s string) (pgtype.Numeric, bool) {
+	switch s {
+	case "NaN":
+		return pgtype.Numeric{NaN: true, Valid: true}, true
+	case "Infinity", "+Infinity":
+		return pgtype.Numeric{InfinityModifier: pgtype.Infinity, Valid: true}, true
+	case "-Infinity":
+		return pgtype.Numeric{InfinityModifier: pgtype.NegativeInfinity, Valid: true}, true
+	}
+	mant, exp := s, 0
+	if i := strings.IndexAny(s, "eE"); i >= 0 {
+		e, err := strconv.Atoi(s[i+1:])
+		if err != nil || e > 1_000_000 || e < -1_000_000 {
+			return pgtype.Numeric{}, false
+		}
+		mant, exp = s[:i], e
+	}
+	if whole, frac, found := strings.Cut(mant, "."); found {
+		if frac == "" || whole == "" || whole == "-" || whole == "+" {
+			return pgtype.Numeric{}, false
+		}
+		mant, exp = whole+frac, exp-len(frac)
+	}
+	v, ok := new(big.Int).SetString(mant, 10)
+	if !ok {
+		return pgtype.Numeric{}, false
+	}
+	return pgtype.Numeric{Int: v, Exp: int32(exp), Valid: true}, true
+}
+
+// intDigits counts the digits before the point of v*10^exp rounded (half
+// away from zero) to scale decimals.
+func intDigits(v *big.Int, exp, scale int) int {
+	a := new(big.Int).Abs(v)
+	if exp < -scale { // round away the extra decimals
+		div := new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(-exp-scale)), nil)
+		q, r := new(big.Int).QuoRem(a, div, new(big.Int))
+		if r.Lsh(r, 1).Cmp(div) >= 0 {
+			q.Add(q, big.NewInt(1))
+		}
+		a, exp = q, -scale
+	}
+	if a.Sign() == 0 {
+		return 0
+	}
+	return max(0, len(a.String())+exp)
 }
 
 func boolConv(raw []byte) (any, error) {
@@ -132,6 +209,9 @@ func textConv(limit int) converter {
 		if raw[0] == '"' {
 			s = transform.Unquote(raw)
 		}
+		if !utf8.ValidString(s) {
+			return nil, errors.New("text is not valid UTF-8")
+		}
 		if limit >= 0 && utf8.RuneCountInString(s) > limit {
 			return nil, fmt.Errorf("%d characters, more than the column's %d", utf8.RuneCountInString(s), limit)
 		}
@@ -143,6 +223,9 @@ func textConv(limit int) converter {
 }
 
 func jsonConv(raw []byte) (any, error) {
+	if !utf8.Valid(raw) {
+		return nil, errors.New("JSON is not valid UTF-8")
+	}
 	if bytes.Contains(raw, []byte(`\u0000`)) {
 		return nil, errors.New(`JSON holds \u0000, which PostgreSQL json cannot`)
 	}
@@ -171,6 +254,9 @@ func timeConv(local bool) converter {
 			}
 			t = time.UnixMilli(ms).UTC()
 		}
+		if y := t.Year(); y < minYear || y > maxTimestampYear {
+			return nil, fmt.Errorf("%s is outside PostgreSQL's timestamp range (4713 BC to 294276 AD)", raw)
+		}
 		if local {
 			return pgtype.Timestamp{Time: time.Date(t.Year(), t.Month(), t.Day(), t.Hour(), t.Minute(), t.Second(), t.Nanosecond(), time.UTC), Valid: true}, nil
 		}
@@ -188,6 +274,9 @@ func dateConv(raw []byte) (any, error) {
 		if t, err = time.Parse(time.RFC3339Nano, s); err != nil {
 			return nil, fmt.Errorf("%s is not a date (2006-01-02)", raw)
 		}
+	}
+	if y := t.Year(); y < minYear || y > maxDateYear {
+		return nil, fmt.Errorf("%s is outside PostgreSQL's date range", raw)
 	}
 	return pgtype.Date{Time: time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC), Valid: true}, nil
 }

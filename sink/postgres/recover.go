@@ -2,10 +2,8 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -26,21 +24,7 @@ import (
 //     checkpoints that did not complete: the source writes their records
 //     again). Their database transactions ended with their connections.
 func (s *Sink) Recover(ctx context.Context, restored []sink.Committable) error {
-	backoff := 200 * time.Millisecond
-	for attempt := 1; ; attempt++ {
-		err := s.recover(ctx, restored)
-		if err == nil || !errors.Is(err, errUnreachable) || ctx.Err() != nil {
-			return err
-		}
-		s.dropAdmin()
-		s.log.Warn().Err(err).Int("attempt", attempt).Dur("backoff", backoff).Msg("postgres sink: database unreachable at start; retrying")
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("postgres sink recover: %w (last error: %w)", ctx.Err(), err)
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, 10*time.Second)
-	}
+	return s.retry(ctx, "at start", func() error { return s.recover(ctx, restored) })
 }
 
 func (s *Sink) recover(ctx context.Context, restored []sink.Committable) error {

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"io"
@@ -212,27 +213,53 @@ func (s *Sink) setProgress(writer int, id checkpoint.ID) {
 }
 
 // CommittedAfter lists the writers whose committed rows go past checkpoint
-// id, by the progress table.
+// id, by the progress table. It waits while the database is unreachable
+// (the runtime asks before Recover, at every start).
 func (s *Sink) CommittedAfter(ctx context.Context, id checkpoint.ID) ([]string, error) {
-	conn, err := s.adminConn(ctx)
-	if err != nil {
-		return nil, err
-	}
-	progress, err := readProgress(ctx, conn, s.progressTable(), s.job)
-	if err != nil {
-		if pgCode(err) == "42P01" { // no progress table yet: nothing committed
-			return nil, nil
-		}
-		return nil, err
-	}
 	var out []string
-	for w, n := range progress {
-		if n > id {
-			out = append(out, fmt.Sprintf("writer %d committed checkpoint %d (%s)", w, n, s.progressTable().Sanitize()))
+	err := s.retry(ctx, "at start", func() error {
+		out = nil
+		conn, err := s.adminConn(ctx)
+		if err != nil {
+			return err
 		}
-	}
+		progress, err := readProgress(ctx, conn, s.progressTable(), s.job)
+		if err != nil {
+			if pgCode(err) == "42P01" { // no progress table yet: nothing committed
+				return nil
+			}
+			return unreachable(err)
+		}
+		for w, n := range progress {
+			if n > id {
+				out = append(out, fmt.Sprintf("writer %d committed checkpoint %d (%s)", w, n, s.progressTable().Sanitize()))
+			}
+		}
+		return nil
+	})
 	slices.Sort(out)
-	return out, nil
+	return out, err
+}
+
+// retry runs fn until it returns nil or an error other than errUnreachable,
+// backing off and logging while the database is unreachable, until ctx
+// ends.
+func (s *Sink) retry(ctx context.Context, what string, fn func() error) error {
+	backoff := 200 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		err := fn()
+		if err == nil || !errors.Is(err, errUnreachable) || ctx.Err() != nil {
+			return err
+		}
+		s.dropAdmin()
+		s.log.Warn().Err(err).Int("attempt", attempt).Dur("backoff", backoff).Msgf("postgres sink: database unreachable %s; retrying", what)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("postgres sink: %s: %w (last error: %w)", what, ctx.Err(), err)
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 10*time.Second)
+	}
 }
 
 func (s *Sink) progressTable() pgx.Identifier {

@@ -256,3 +256,23 @@ func TestStartupChecksNameWhatIsWrong(t *testing.T) {
 		})
 	}
 }
+
+// TestARowTheTableRefusesStopsTheTaskNamingIt: a row that passes the
+// sink's checks but not the table's (a CHECK constraint) fails the
+// pre-commit, naming the record and the constraint; the checkpoint never
+// holds the refused transaction, and nothing is committed.
+func TestARowTheTableRefusesStopsTheTaskNamingIt(t *testing.T) {
+	e := newEnv(t, ordersTable, `ALTER TABLE orders ADD CONSTRAINT small CHECK (id < 1000)`)
+	s := e.sink(1, nil)
+	recoverSink(t, s, nil)
+	w := newTestWriter(t, s, 0)
+	write(t, w, 998, 1002)
+	_, err := w.PreCommit(ctx, 1)
+	if !errors.Is(err, sink.ErrLost) || !strings.Contains(err.Error(), `violates check constraint "small"`) ||
+		!strings.Contains(err.Error(), "the record at in/0 offset 1000") {
+		t.Fatalf("PreCommit: %v; want ErrLost naming the constraint and the record", err)
+	}
+	if n := pgtest.QueryInt(t, e.dsn, `SELECT count(*) FROM orders`); n != 0 {
+		t.Errorf("%d rows committed", n)
+	}
+}

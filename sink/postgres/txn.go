@@ -2,10 +2,15 @@ package postgres
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
 	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/connector-dev/connector/checkpoint"
 )
@@ -26,6 +31,7 @@ type txn struct {
 	began time.Time
 
 	batch    [][]any      // rows not yet handed to COPY
+	origins  []origin     // where each row's record came from, in COPY order
 	rows     chan [][]any // to the COPY goroutine; closed at pre-commit
 	copyDone chan struct{}
 	copyErr  error // valid once copyDone is closed
@@ -103,4 +109,32 @@ func (t *txn) isBroken() bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.brokenAt != nil
+}
+
+// origin is where a row's record came from, to name it when the table
+// refuses the row.
+type origin struct {
+	topic     string
+	partition int32
+	offset    int64
+}
+
+var copyLine = regexp.MustCompile(`COPY [^,]+, line (\d+)`)
+
+// refused names the record of the row a COPY error points at, if any.
+func (t *txn) refused(err error) string {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) {
+		return ""
+	}
+	m := copyLine.FindStringSubmatch(pe.Where)
+	if m == nil {
+		return ""
+	}
+	n, _ := strconv.Atoi(m[1])
+	if n < 1 || n > len(t.origins) {
+		return ""
+	}
+	o := t.origins[n-1]
+	return fmt.Sprintf(" (the record at %s/%d offset %d)", o.topic, o.partition, o.offset)
 }

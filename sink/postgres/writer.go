@@ -64,6 +64,7 @@ func (w *writer) Write(ctx context.Context, r *record.Record) error {
 	w.s.written.rows.Add(1)
 	w.s.written.bytes.Add(uint64(len(r.Value)))
 	t.batch = append(t.batch, row)
+	t.origins = append(t.origins, origin{r.Topic, r.Partition, r.Offset})
 	if len(t.batch) >= w.s.cfg.BatchSize {
 		t.send()
 	}
@@ -190,11 +191,23 @@ func (w *writer) PreCommitAsync(ctx context.Context, id checkpoint.ID) (func() (
 	t.send()
 	return func() ([]sink.Committable, error) {
 		if err := t.endCopy(); err != nil {
-			t.setBroken(err)
 			w.dropConn(t.slot)
+			if !errors.Is(unreachable(err), errUnreachable) {
+				// The table refused a row (a constraint, a value the
+				// sink could not check): writing the spool again would
+				// be refused too. Decline, and fail the task: the
+				// restart reads the records again and meets the same
+				// row, so the job stops on it, naming it.
+				w.release(t)
+				t.spool.abandon()
+				return nil, fmt.Errorf("%w: postgres sink writer %d, checkpoint %d: the table refused a row%s: %w",
+					sink.ErrLost, w.index, id, t.refused(err), rowsErr(err, "COPY"))
+			}
+			t.setBroken(err)
 			w.s.log.Warn().Err(err).Int("writer", w.index).Uint64("checkpoint", uint64(id)).
 				Msg("postgres sink: the database lost a transaction before its checkpoint; its rows are written again from the spool at commit")
 		}
+		t.origins = nil
 		seal, err := t.spool.finish()
 		if err != nil {
 			w.release(t)
