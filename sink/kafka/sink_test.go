@@ -108,11 +108,12 @@ func TestARestartCommitsWhatTheCrashLeftOpenFromTheLog(t *testing.T) {
 
 // TestATransactionTheBrokerAbortedOnTimeoutLosesNothing: the process dies
 // after pre-commit; while it is down the broker aborts the transaction on
-// its timeout. The restart produces the records again from the log.
+// its timeout (5 s: long enough for a loaded machine to pre-commit 25
+// records before it). The restart produces the records again from the log.
 func TestATransactionTheBrokerAbortedOnTimeoutLosesNothing(t *testing.T) {
 	b := kafkatest.RealCluster(t)
 	topic := kafkatest.Topic(t, b, 2)
-	s := testSink(t, b, topic, topic, func(c *Config) { c.TransactionTimeout = 2 * time.Second })
+	s := testSink(t, b, topic, topic, func(c *Config) { c.TransactionTimeout = 5 * time.Second })
 	recover_(t, s, nil)
 	w := newTestWriter(t, s, 0)
 	write(t, w, 0, 25)
@@ -132,7 +133,7 @@ func TestATransactionTheBrokerAbortedOnTimeoutLosesNothing(t *testing.T) {
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
-	s2 := testSink(t, b, topic, topic, func(c *Config) { c.TransactionTimeout = 2 * time.Second })
+	s2 := testSink(t, b, topic, topic, func(c *Config) { c.TransactionTimeout = 5 * time.Second })
 	recover_(t, s2, cs)
 	if got := committedValues(t, b, topic, 25); !slices.Equal(got, values(0, 25)) {
 		t.Fatalf("visible after recovery: %d records, want 25 once", len(got))
