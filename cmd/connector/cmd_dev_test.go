@@ -46,16 +46,17 @@ func TestDevRunsTheKafkaToPostgresExample(t *testing.T) {
 	dsn := pgtest.DB(t)
 	pgtest.Exec(t, dsn, `CREATE TABLE orders (id bigint PRIMARY KEY, customer text NOT NULL, amount numeric(10,2), status text, created_at timestamptz)`)
 	t.Setenv("PG_DSN", dsn)
-	out := runDevExample(t, "kafka-to-postgres.yaml", "table orders")
+	out, log := runDevExample(t, "kafka-to-postgres.yaml", "table orders")
 	rows, distinct := pgtest.QueryInt(t, dsn, `SELECT count(*) FROM orders`), pgtest.QueryInt(t, dsn, `SELECT count(DISTINCT id) FROM orders`)
 	if rows != int64(out) || distinct != rows {
-		t.Errorf("orders holds %d rows (%d distinct ids); the job wrote %d records", rows, distinct, out)
+		t.Errorf("orders holds %d rows (%d distinct ids); the job wrote %d records; its log:\n%s", rows, distinct, out, log)
 	}
 }
 
 // runDevExample runs `connector dev` on an example until it committed two
-// transactions to where, stops it, and returns how many records it wrote.
-func runDevExample(t *testing.T, example, where string) int {
+// transactions to where, stops it, and returns how many records it wrote
+// and its log.
+func runDevExample(t *testing.T, example, where string) (int, string) {
 	t.Helper()
 	path, err := filepath.Abs("../../examples/" + example)
 	if err != nil {
@@ -102,5 +103,5 @@ func runDevExample(t *testing.T, example, where string) int {
 	if in == 0 || written == 0 {
 		t.Errorf("nothing read or written: %s", m[0])
 	}
-	return written
+	return written, errOut.String()
 }

@@ -241,8 +241,8 @@ func (w *writer) Committed(id checkpoint.ID) {
 	defer w.mu.Unlock()
 	w.carried = slices.DeleteFunc(w.carried, func(c sink.Committable) bool { return c.Checkpoint <= id })
 	for slot, t := range w.busy {
-		if t == nil || t == w.cur {
-			continue
+		if t == nil {
+			continue // the transaction filling has no id until its pre-commit ends: never done here
 		}
 		t.mu.Lock()
 		done := t.id != 0 && t.id <= id
