@@ -144,3 +144,31 @@ func TestSinkClusterSecretsNeverPrint(t *testing.T) {
 		t.Errorf("Dump lost the sink's brokers:\n%s", dump)
 	}
 }
+
+// TestPostgresDSNNeverPrints: the postgres sink's dsn holds a password; the
+// dump shows it redacted.
+func TestPostgresDSNNeverPrints(t *testing.T) {
+	const pw = "hunter4-pg"
+	j := mustParse(t, doc(
+		"name: orders",
+		"kafka: {brokers: [localhost:9092]}",
+		"source: {topics: [orders]}",
+		"sink:",
+		"  type: postgres",
+		"  dsn: \"postgres://connector:${PG_PASSWORD}@db:5432/shop\"",
+		"  table: orders",
+	), map[string]string{"PG_PASSWORD": pw})
+	dump, err := j.Dump()
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := json.Marshal(j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for how, out := range map[string]string{"Dump": string(dump), "json.Marshal": string(js)} {
+		if strings.Contains(out, pw) || strings.Contains(out, "db:5432") {
+			t.Errorf("%s shows the dsn:\n%s", how, out)
+		}
+	}
+}

@@ -32,6 +32,12 @@
 //	go test -count=1 -timeout 20m -v ./e2e/
 //	scripts/kafka stop
 //
+// The PostgreSQL sink's tests (pg_*_test.go) check its table instead of
+// files, and also need PG_DSN (internal/pgtest; scripts/test starts a
+// server): each makes a database of its own there. The test that restarts
+// the database starts a server of its own (scripts/postgres --name e2e),
+// so that no other test's connections break.
+//
 // Environment knobs, for developing the harness, not for CI:
 //
 //	E2E_KFAKE=1   use an in-process kfake broker instead of KAFKA_BROKERS

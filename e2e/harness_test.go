@@ -120,6 +120,9 @@ type jobSpec struct {
 	Parallelism int              // pipeline.parallelism; default 1
 	Interval    time.Duration    // checkpoint.interval; default 300ms
 	Transforms  []map[string]any // pipeline.transforms, as written in YAML
+	// Sink, if set, is the whole sink section instead of the file sink's
+	// (for example {"type": "postgres", ...}: pg_helpers_test.go).
+	Sink map[string]any
 	// FullSnapshotAfter is state.full_snapshot_after ("" for the default).
 	// A test may change it between runs: each run's config is written from
 	// the job's spec at its start.
@@ -340,6 +343,9 @@ func (j *job) writeConfig(file, addr string) string {
 			cfg[section] = m
 		}
 		maps.Copy(m, keys)
+	}
+	if j.spec.Sink != nil {
+		cfg["sink"] = j.spec.Sink
 	}
 	data, err := yaml.Marshal(cfg)
 	if err != nil {

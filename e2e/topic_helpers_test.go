@@ -85,27 +85,5 @@ func createTopicAgain(t testing.TB, b kafkatest.Brokers, topic string, partition
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		md, err := adm.Metadata(ctx, topic)
-		cancel()
-		if err == nil {
-			if td, ok := md.Topics[topic]; ok && td.Err == nil && int32(len(td.Partitions)) == partitions && allLed(td) {
-				return td.ID
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("topic %s made again, but not ready within 60s (last error: %v)", topic, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-func allLed(td kadm.TopicDetail) bool {
-	for _, p := range td.Partitions {
-		if p.Err != nil || p.Leader < 0 {
-			return false
-		}
-	}
-	return true
+	return kafkatest.WaitTopicReady(t, adm, topic, partitions)
 }

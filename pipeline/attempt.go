@@ -17,7 +17,7 @@ var errPermanent = errors.New("permanent failure")
 // permanent reports whether err is one a restart cannot fix: errPermanent,
 // or the classes the source and sink give such errors.
 func permanent(err error) bool {
-	return errors.Is(err, errPermanent) || errors.Is(err, source.ErrPermanent) || errors.Is(err, sink.ErrInUse)
+	return errors.Is(err, errPermanent) || errors.Is(err, source.ErrPermanent) || errors.Is(err, sink.ErrInUse) || errors.Is(err, sink.ErrInvalidConfig)
 }
 
 // attempt is one run of the job from its last completed checkpoint (DESIGN,

@@ -92,10 +92,14 @@ func (d *driver) loop(ctx context.Context, stop <-chan struct{}, tick, finalTime
 }
 
 // requestStop triggers the final checkpoint (duty 12) and returns the id
-// that stopped must see completed.
+// that stopped must see completed. The readers emit no records after its
+// barrier: what they read before it is all the run writes.
 func (d *driver) requestStop(ctx context.Context) checkpoint.ID {
 	finalAfter := d.coord.Status().NextID
 	d.log.Info().Uint64("checkpoint", uint64(finalAfter)).Msg("stop requested: taking a final checkpoint")
+	for _, r := range d.readers {
+		r.Suspend(finalAfter)
+	}
 	d.step(ctx, checkpoint.TriggerNow{})
 	return finalAfter
 }

@@ -18,7 +18,7 @@ import (
 // error level (and counts it).
 func (a *attempt) checkFallback(ctx context.Context, r *restoredJob, snk sink.Sink) error {
 	if len(r.skipped) == 0 {
-		return nil
+		return a.checkAhead(ctx, r, snk)
 	}
 	cfg, log := a.j.cfg, a.j.log
 	var reasons []string
@@ -54,6 +54,42 @@ func (a *attempt) checkFallback(ctx context.Context, r *restoredJob, snk sink.Si
 	a.j.metrics.restoreFallbacks.Inc()
 	log.Error().Strs("skipped", reasons).Str("restoring", from).Int("visible_after", len(visible)).
 		Bool("safe", safe).Msg("the newest checkpoints cannot be restored; restoring an older one")
+	return nil
+}
+
+// checkAhead refuses to start from r.md when the sink shows output of a
+// later checkpoint: the checkpoint dir was reset or replaced (a fresh one,
+// an old backup), or another instance of the job with other directories
+// committed it. Starting would write that output again. With
+// checkpoint.on_unrestorable: fall_back it starts anyway, at error level.
+func (a *attempt) checkAhead(ctx context.Context, r *restoredJob, snk sink.Sink) error {
+	au, ok := snk.(sink.Auditor)
+	if !ok {
+		return nil
+	}
+	var restored checkpoint.ID
+	cfg := a.j.cfg
+	from := fmt.Sprintf("no checkpoint: %s holds none", cfg.Checkpoint.Dir)
+	if r.md != nil {
+		restored, from = r.md.ID, fmt.Sprintf("checkpoint %d, the newest in %s", r.md.ID, cfg.Checkpoint.Dir)
+	}
+	visible, err := au.CommittedAfter(ctx, restored)
+	if err != nil {
+		return fmt.Errorf("check the sink's output before restoring %s: %w", from, err)
+	}
+	if len(visible) == 0 {
+		return nil
+	}
+	if cfg.Checkpoint.OnUnrestorable != checkpoint.UnrestorableFallBack {
+		return fmt.Errorf("%w: the sink shows output of later checkpoints (%s) than the job would start from (%s): "+
+			"the checkpoint dir was reset or replaced, or another instance of job %s with other directories wrote it; starting would write that output again. "+
+			"Start with the checkpoint dir that wrote it, or remove that output (and the sink's progress records), "+
+			"or set checkpoint.on_unrestorable: fall_back to start anyway",
+			errPermanent, sample(visible), from, cfg.Name)
+	}
+	a.j.metrics.restoreFallbacks.Inc()
+	a.j.log.Error().Str("restoring", from).Strs("visible_after", visible).
+		Msg("the sink shows output of later checkpoints than the one restored; starting anyway (checkpoint.on_unrestorable: fall_back): it is written again")
 	return nil
 }
 

@@ -23,26 +23,27 @@ type command struct {
 }
 
 var commands = map[string]command{
-	"job":            {run: cmdJob},
-	"start":          {run: cmdStart},
-	"restart":        {run: cmdRestart},
-	"produce":        {run: cmdProduce},
-	"read":           {needsAttempt: true, run: cmdRead},
-	"barrier":        {needsAttempt: true, run: cmdBarrier},
-	"trigger":        {needsAttempt: true, run: cmdTrigger},
-	"tick":           {needsAttempt: true, run: cmdTick},
-	"deliver":        {needsAttempt: true, run: cmdDeliver},
-	"events":         {needsAttempt: true, run: cmdEvents},
-	"fail-precommit": {needsAttempt: true, run: cmdFailPreCommit},
-	"persist-fail":   {run: cmdPersistFail},
-	"crash":          {run: cmdCrash},
-	"stop":           {needsAttempt: true, run: cmdStop},
-	"status":         {needsAttempt: true, run: cmdStatus},
-	"sink":           {run: cmdSink},
-	"damage":         {run: cmdDamage},
-	"ready":          {needsAttempt: true, run: cmdReady},
-	"source-down":    {run: cmdSourceDown},
-	"lose-state":     {run: cmdLoseState},
+	"job":               {run: cmdJob},
+	"start":             {run: cmdStart},
+	"restart":           {run: cmdRestart},
+	"produce":           {run: cmdProduce},
+	"read":              {needsAttempt: true, run: cmdRead},
+	"barrier":           {needsAttempt: true, run: cmdBarrier},
+	"trigger":           {needsAttempt: true, run: cmdTrigger},
+	"tick":              {needsAttempt: true, run: cmdTick},
+	"deliver":           {needsAttempt: true, run: cmdDeliver},
+	"events":            {needsAttempt: true, run: cmdEvents},
+	"fail-precommit":    {needsAttempt: true, run: cmdFailPreCommit},
+	"persist-fail":      {run: cmdPersistFail},
+	"crash":             {run: cmdCrash},
+	"stop":              {needsAttempt: true, run: cmdStop},
+	"status":            {needsAttempt: true, run: cmdStatus},
+	"sink":              {run: cmdSink},
+	"damage":            {run: cmdDamage},
+	"ready":             {needsAttempt: true, run: cmdReady},
+	"source-down":       {run: cmdSourceDown},
+	"lose-state":        {run: cmdLoseState},
+	"reset-checkpoints": {run: cmdResetCheckpoints},
 }
 
 // job [parallelism=N] [max-parallelism=N] [dedup] [tolerable=N] [max-concurrent=N] [timeout=D] [on-unrestorable=fail|fall_back]
@@ -420,6 +421,24 @@ func cmdLoseState(h *harness, _ *testing.T, _ *datadriven.TestData) error {
 			}
 		}
 	}
+	return nil
+}
+
+// reset-checkpoints
+//
+// Deletes every file of the checkpoint dir and the state root, as an
+// operator starting the job afresh (or a new pod without its volume)
+// would; the sink keeps its output.
+func cmdResetCheckpoints(h *harness, _ *testing.T, _ *datadriven.TestData) error {
+	for _, dir := range []string{"/chk", "/state"} {
+		if err := h.mem.RemoveAll(dir); err != nil {
+			return err
+		}
+		if err := h.mem.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+	}
+	world.printf("removed /chk and /state")
 	return nil
 }
 

@@ -92,6 +92,8 @@ type scriptedReader struct {
 	index, of int
 	next      map[int]int // partition -> next offset
 	controls  []string    // "barrier N" or "cancel N", in order
+	suspendAt checkpoint.ID
+	suspended bool
 }
 
 func (r *scriptedReader) Run(ctx context.Context, _ source.Emitter) error {
@@ -101,6 +103,7 @@ func (r *scriptedReader) Run(ctx context.Context, _ source.Emitter) error {
 func (r *scriptedReader) Trigger(id checkpoint.ID, _ time.Time) {
 	r.controls = append(r.controls, fmt.Sprintf("barrier %d", id))
 }
+func (r *scriptedReader) Suspend(id checkpoint.ID) { r.suspendAt = id }
 func (r *scriptedReader) CancelBarrier(id checkpoint.ID) {
 	r.controls = append(r.controls, fmt.Sprintf("cancel %d", id))
 }
@@ -108,6 +111,10 @@ func (r *scriptedReader) CancelBarrier(id checkpoint.ID) {
 // read emits up to n records (n < 0: all) from its partitions, in
 // partition order.
 func (r *scriptedReader) read(ctx context.Context, em *emitter, n int) error {
+	if r.suspended {
+		world.printf("source-%d: suspended after the final checkpoint's barrier: nothing read", r.index)
+		return nil
+	}
 	var b []record.Record
 	var names []string
 	for p := r.index; p < len(world.partitions); p += r.of {
@@ -142,6 +149,7 @@ func (r *scriptedReader) control(ctx context.Context, em *emitter) error {
 			if err := em.Barrier(ctx, id, time.Time{}, pos); err != nil {
 				return err
 			}
+			r.suspended = r.suspended || (r.suspendAt != 0 && id >= r.suspendAt)
 			continue
 		}
 		_, _ = fmt.Sscanf(c, "cancel %d", &id)

@@ -102,7 +102,7 @@ func (a *attempt) loadCheckpoint() (*restoredJob, error) {
 // restored (fallback.go), then commit its output again (idempotent) and
 // remove everything that belongs to no completed checkpoint.
 func (a *attempt) recoverSink(ctx context.Context, r *restoredJob) error {
-	snk, err := sink.New(a.j.cfg.Sink, sink.Env{Job: a.j.cfg, FS: a.j.fs, Log: a.j.log, Stdout: a.j.stdout})
+	snk, err := sink.New(a.j.cfg.Sink, sink.Env{Job: a.j.cfg, FS: a.j.fs, Log: a.j.log, Stdout: a.j.stdout, KafkaHooks: a.j.metrics.kafka.Hooks})
 	if err != nil {
 		return fmt.Errorf("%w: %w", errPermanent, err)
 	}

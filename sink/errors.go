@@ -33,8 +33,10 @@ var (
 	// ErrBadCommittable: a committable that this sink did not produce or
 	// cannot decode (corrupt checkpoint metadata, another job's files).
 	ErrBadCommittable = errors.New("bad sink committable")
-	// ErrInvalidConfig: the sink's configuration is unusable; the message
-	// names the field.
+	// ErrInvalidConfig: the sink's configuration is unusable, as New or
+	// Recover found (a field, or what the configured system lacks: a
+	// missing table or topic); the message names the key or the object.
+	// No restart fixes it: the job stops and `connector run` exits 2.
 	ErrInvalidConfig = errors.New("invalid sink config")
 	// ErrClosed: a method was called on a closed writer. A bug in the caller.
 	ErrClosed = errors.New("sink writer closed")

@@ -6,6 +6,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/connector-dev/connector/config"
 	"github.com/connector-dev/connector/internal/registry"
@@ -43,6 +44,9 @@ type Env struct {
 	Log zerolog.Logger
 	// Stdout is the process's standard output.
 	Stdout io.Writer
+	// KafkaHooks, if not nil, returns the franz-go hooks to install on a
+	// new Kafka client of the sink (its metrics), named client.
+	KafkaHooks func(client string) []kgo.Hook
 }
 
 var kinds = registry.Of[Kind]{What: "sink kind"}

@@ -46,8 +46,8 @@ type Source interface {
 
 // Reader is one source task: it reads its share of the input and hands
 // records, barriers and cancellation markers to an Emitter, in order.
-// Trigger and CancelBarrier may be called from any goroutine and never
-// block; Run from exactly one.
+// Trigger, CancelBarrier and Suspend may be called from any goroutine and
+// never block; Run from exactly one.
 type Reader interface {
 	// Run reads until ctx is done or an error occurs; it returns ctx's
 	// error on a normal stop.
@@ -57,6 +57,13 @@ type Reader interface {
 	Trigger(id checkpoint.ID, ts time.Time)
 	// CancelBarrier asks Run to send a cancellation marker for id.
 	CancelBarrier(id checkpoint.ID)
+	// Suspend asks Run to emit no more records once it has emitted the
+	// barrier of checkpoint id or a later one: the job is stopping, and
+	// id is its final checkpoint. Records read past it would be written
+	// and rolled back (or, by a sink without transactions, written twice
+	// after the restart). Barriers and cancellations still flow, so a
+	// retried final checkpoint completes.
+	Suspend(id checkpoint.ID)
 }
 
 // Emitter receives what a Reader reads, in order. Its methods are called from

@@ -184,3 +184,27 @@ func TestFieldReaderReadsStringsDecodedAndOtherValuesAsJSON(t *testing.T) {
 		t.Errorf("not an object: %v, want ErrDecode", err)
 	}
 }
+
+func TestFieldsReaderReadsEveryPathWithOneParse(t *testing.T) {
+	f := NewFieldsReader([]string{"id", "c.n", "gone", "z", "s"})
+	r := rec(`{"id":7,"c":{"n":"x"},"z":null,"s":"a\"b"}`)
+	got, err := f.Read(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"7", `"x"`, "", "null", `"a\"b"`}
+	for i := range want {
+		if string(got[i]) != want[i] || (want[i] == "") != (got[i] == nil) {
+			t.Errorf("field %d = %q, want %q", i, got[i], want[i])
+		}
+	}
+	if f.d.parses != 1 {
+		t.Errorf("%d parses for 5 fields, want 1", f.d.parses)
+	}
+	if Unquote(got[4]) != `a"b` {
+		t.Errorf("Unquote = %q", Unquote(got[4]))
+	}
+	if _, err := f.Read(rec(`nope`)); !errors.Is(err, ErrDecode) {
+		t.Errorf("not JSON: %v, want ErrDecode", err)
+	}
+}

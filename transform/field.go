@@ -37,3 +37,45 @@ func (f *FieldReader) Get(r *record.Record) (text []byte, found bool, err error)
 	f.buf = append(f.buf[:0], unquote(raw)...)
 	return f.buf, true, nil
 }
+
+// FieldsReader reads several fields of JSON object record values with one
+// parse per record, for sinks that map fields to columns. Like FieldReader,
+// one per goroutine.
+type FieldsReader struct {
+	paths [][]string
+	d     document
+	out   [][]byte
+}
+
+// NewFieldsReader reads the fields at paths, dotted paths as for
+// NewFieldReader.
+func NewFieldsReader(paths []string) *FieldsReader {
+	f := &FieldsReader{paths: make([][]string, len(paths)), out: make([][]byte, len(paths))}
+	for i, p := range paths {
+		f.paths[i] = strings.Split(p, ".")
+	}
+	return f
+}
+
+// Read returns each field's raw JSON text (a string with its quotes), in
+// the order of the paths; nil for a field that is absent. JSON null is
+// returned as "null". An error (wrapping ErrDecode) means the value is not
+// a JSON object. The result is valid until the next Read.
+func (f *FieldsReader) Read(r *record.Record) ([][]byte, error) {
+	f.d.reset(r)
+	for i, p := range f.paths {
+		raw, found, err := f.d.get(p)
+		if err != nil {
+			return nil, err
+		}
+		f.out[i] = nil
+		if found {
+			f.out[i] = raw
+		}
+	}
+	return f.out, nil
+}
+
+// Unquote decodes a JSON string's raw text (with its quotes), as Read
+// returns it.
+func Unquote(raw []byte) string { return unquote(raw) }

@@ -19,6 +19,7 @@ import (
 	"github.com/connector-dev/connector/internal/metrics"
 	"github.com/connector-dev/connector/sink/file"
 	kafkasink "github.com/connector-dev/connector/sink/kafka"
+	pgsink "github.com/connector-dev/connector/sink/postgres"
 	"github.com/connector-dev/connector/source/kafka"
 )
 
@@ -114,13 +115,16 @@ func outputName(job *config.Job) string {
 		return c.Path
 	case *kafkasink.Config:
 		return "topic " + c.Topic
+	case *pgsink.Config:
+		return "table " + c.Table
 	}
 	return ""
 }
 
 // committed says what the sink committed: files, or transactions.
 func (s snapshot) committed(job *config.Job, dir string) string {
-	if _, ok := job.Sink.Config.(*kafkasink.Config); ok {
+	switch job.Sink.Config.(type) {
+	case *kafkasink.Config, *pgsink.Config:
 		return fmt.Sprintf("%d transactions committed to %s", s.count("connector_sink_transactions_committed_total"), outputName(job))
 	}
 	return fmt.Sprintf("%d files committed in %s", committedFiles(dir), dir)

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/connector-dev/connector/internal/pgtest"
 )
 
 // syncBuffer is a bytes.Buffer safe for one writer and one reader.
@@ -34,7 +36,29 @@ func (b *syncBuffer) String() string {
 // created beside the source's), commits transactions while it runs, and
 // stops after a final checkpoint.
 func TestDevRunsTheKafkaToKafkaExample(t *testing.T) {
-	example, err := filepath.Abs("../../examples/kafka-to-kafka.yaml")
+	runDevExample(t, "kafka-to-kafka.yaml", "topic orders-clean")
+}
+
+// TestDevRunsTheKafkaToPostgresExample: `connector dev` runs
+// examples/kafka-to-postgres.yaml against a PostgreSQL database (PG_DSN);
+// after the stop, the table holds each record written exactly once.
+func TestDevRunsTheKafkaToPostgresExample(t *testing.T) {
+	dsn := pgtest.DB(t)
+	pgtest.Exec(t, dsn, `CREATE TABLE orders (id bigint PRIMARY KEY, customer text NOT NULL, amount numeric(10,2), status text, created_at timestamptz)`)
+	t.Setenv("PG_DSN", dsn)
+	out, log := runDevExample(t, "kafka-to-postgres.yaml", "table orders")
+	rows, distinct := pgtest.QueryInt(t, dsn, `SELECT count(*) FROM orders`), pgtest.QueryInt(t, dsn, `SELECT count(DISTINCT id) FROM orders`)
+	if rows != int64(out) || distinct != rows {
+		t.Errorf("orders holds %d rows (%d distinct ids); the job wrote %d records; its log:\n%s", rows, distinct, out, log)
+	}
+}
+
+// runDevExample runs `connector dev` on an example until it committed two
+// transactions to where, stops it, and returns how many records it wrote
+// and its log.
+func runDevExample(t *testing.T, example, where string) (int, string) {
+	t.Helper()
+	path, err := filepath.Abs("../../examples/" + example)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,9 +70,9 @@ func TestDevRunsTheKafkaToKafkaExample(t *testing.T) {
 	var out, errOut syncBuffer
 	done := make(chan int, 1)
 	go func() {
-		done <- run(ctx, []string{"dev", "--config", example, "--data", filepath.Join(dir, "kafka"), "--rate", "5000"}, &out, &errOut)
+		done <- run(ctx, []string{"dev", "--config", path, "--data", filepath.Join(dir, "kafka"), "--rate", "5000"}, &out, &errOut)
 	}()
-	progress := regexp.MustCompile(`(\d+) transactions committed to topic orders-clean\n`)
+	progress := regexp.MustCompile(`(\d+) transactions committed to ` + where + `\n`)
 	deadline := time.Now().Add(time.Minute)
 	for {
 		if m := progress.FindAllStringSubmatch(out.String(), -1); len(m) > 0 {
@@ -69,15 +93,15 @@ func TestDevRunsTheKafkaToKafkaExample(t *testing.T) {
 	if code := <-done; code != 0 {
 		t.Fatalf("dev exited %d after the stop:\nstdout:\n%s\nstderr:\n%s", code, out.String(), errOut.String())
 	}
-	final := regexp.MustCompile(`stopped after a final checkpoint: (\d+) records in, (\d+) out, \d+ checkpoints, (\d+) transactions committed to topic orders-clean\n$`)
+	final := regexp.MustCompile(`stopped after a final checkpoint: (\d+) records in, (\d+) out, \d+ checkpoints, (\d+) transactions committed to ` + where + `\n$`)
 	m := final.FindStringSubmatch(out.String())
 	if m == nil {
 		t.Fatalf("no final summary:\n%s", out.String())
 	}
-	if in, _ := strconv.Atoi(m[1]); in == 0 {
-		t.Errorf("no records read: %s", m[0])
+	in, _ := strconv.Atoi(m[1])
+	written, _ := strconv.Atoi(m[2])
+	if in == 0 || written == 0 {
+		t.Errorf("nothing read or written: %s", m[0])
 	}
-	if outN, _ := strconv.Atoi(m[2]); outN == 0 {
-		t.Errorf("no records written: %s", m[0])
-	}
+	return written, errOut.String()
 }

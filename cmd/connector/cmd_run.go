@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/connector-dev/connector/internal/httpapi"
 	"github.com/connector-dev/connector/internal/metrics"
 	"github.com/connector-dev/connector/pipeline"
+	"github.com/connector-dev/connector/sink"
 )
 
 func init() {
@@ -45,6 +47,12 @@ func runRun(ctx context.Context, args []string, _, stderr io.Writer) int {
 	}
 	if err := runJob(ctx, job, log, newRegistry(), nil); err != nil {
 		log.Error().Err(err).Msg("job failed")
+		if errors.Is(err, sink.ErrInvalidConfig) {
+			// The config's fault, found only by asking the sink's system
+			// (a table or topic that does not exist): exit 2, as validate.
+			fmt.Fprintf(stderr, "%s: %v\n", job.File(), err)
+			return exitUsage
+		}
 		return exitFailure
 	}
 	return exitOK

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/connector-dev/connector/internal/kafkatest"
 )
 
 func TestTxnsUsageAndConfigErrors(t *testing.T) {
@@ -32,5 +34,31 @@ sink: {type: kafka, topic: out}
 		if code != 2 || out != "" || !strings.Contains(errOut, tc.want) {
 			t.Errorf("%q: exit %d, stdout %q, stderr %q; want 2 and %q", tc.args, code, out, errOut, tc.want)
 		}
+	}
+}
+
+// TestRunExitsTwoWhenTheSinksSystemLacksWhatTheConfigNames: a config that
+// validates but names an output topic the cluster does not have stops the
+// job at once (no restarts) with exit 2 and the topic named, as a bad
+// config does.
+func TestRunExitsTwoWhenTheSinksSystemLacksWhatTheConfigNames(t *testing.T) {
+	b := kafkatest.Fake(t)
+	in := kafkatest.Topic(t, b, 1)
+	root := t.TempDir()
+	cfg := writeFile(t, "job.yaml", fmt.Sprintf(`name: to-nowhere
+kafka: {brokers: [%q]}
+source: {topics: [%q]}
+checkpoint: {dir: %q}
+state: {dir: %q}
+sink: {type: kafka, topic: no-such-topic}
+http: {addr: "127.0.0.1:0"}
+restart: {max_failures: 3, initial_backoff: 10ms}
+`, b.Addrs[0], in, filepath.Join(root, "checkpoints"), filepath.Join(root, "state")))
+	code, _, errOut := call(t, "run", "--config", cfg)
+	if code != 2 || !strings.Contains(errOut, "topic no-such-topic does not exist") {
+		t.Fatalf("exit %d, stderr:\n%s\nwant 2 and the missing topic named", code, errOut)
+	}
+	if strings.Contains(errOut, "restarting") {
+		t.Errorf("the job restarted over a config problem:\n%s", errOut)
 	}
 }

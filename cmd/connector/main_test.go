@@ -81,14 +81,14 @@ sink: {type: stdout}
 // names but this build has not (yet) is a bad config: exit 2 with file:line,
 // for validate and for run alike, before anything starts.
 func TestValidateAndRunRefuseASinkKindThisBuildCannotRun(t *testing.T) {
-	path := writeFile(t, "postgres-sink.yaml", `name: orders
+	path := writeFile(t, "bigquery-sink.yaml", `name: orders
 kafka: {brokers: [localhost:9092]}
 source: {topics: [orders]}
 sink:
-  type: postgres
+  type: bigquery
   table: orders
 `)
-	want := path + ":5: sink.type: unknown sink type \"postgres\": this build runs file, kafka or stdout\n"
+	want := path + ":5: sink.type: unknown sink type \"bigquery\": this build runs file, kafka, postgres or stdout\n"
 	for _, cmd := range []string{"validate", "run"} {
 		code, out, errOut := call(t, cmd, "--config", path)
 		if code != 2 || out != "" || errOut != want {

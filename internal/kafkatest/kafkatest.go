@@ -122,7 +122,7 @@ func Topic(t testing.TB, b Brokers, partitions int32) string {
 	if err != nil {
 		t.Fatalf("kafkatest: create topic %s: %v", name, err)
 	}
-	waitTopicReady(t, adm, name, partitions)
+	WaitTopicReady(t, adm, name, partitions)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -131,11 +131,12 @@ func Topic(t testing.TB, b Brokers, partitions int32) string {
 	return name
 }
 
-// waitTopicReady waits until every partition of a new topic has a leader, which
-// on a real broker follows CreateTopics by a few milliseconds.
-func waitTopicReady(t testing.TB, adm *kadm.Client, name string, partitions int32) {
+// WaitTopicReady waits until topic name has partitions partitions, each
+// with a leader (on a real broker this follows CreateTopics by a few
+// milliseconds), and returns its topic ID.
+func WaitTopicReady(t testing.TB, adm *kadm.Client, name string, partitions int32) kadm.TopicID {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		md, err := adm.Metadata(ctx, name)
@@ -143,11 +144,11 @@ func waitTopicReady(t testing.TB, adm *kadm.Client, name string, partitions int3
 		if err == nil {
 			td, ok := md.Topics[name]
 			if ok && td.Err == nil && int32(len(td.Partitions)) == partitions && allLed(td) {
-				return
+				return td.ID
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("kafkatest: topic %s not ready after 30s (last error: %v)", name, err)
+			t.Fatalf("kafkatest: topic %s not ready after 60s (last error: %v)", name, err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

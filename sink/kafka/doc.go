@@ -38,12 +38,16 @@
 // the restored checkpoint that the markers show uncommitted (a crash
 // between the checkpoint's metadata and its EndTxn, a crash between two
 // writers' commits, or the broker's abort on timeout while the connector
-// was down) it reads the records back from the log (read_uncommitted,
-// filtered by producer id and epoch: an aborted transaction's records stay
-// in the log) and produces them again in a new transaction with the same
+// was down) it reads the transaction back from the log (read_uncommitted,
+// filtered by producer id and epoch, with its end markers: an aborted
+// transaction's records stay in the log). If the end marker says commit
+// (the progress group expired or was deleted), nothing is done; if abort,
+// the records are produced again in a new transaction with the same
 // marker. Nothing depends on resuming a transaction before its timeout:
 // data is lost only if the output topic's retention deleted the aborted
 // records first, which Recover detects (it counts them) and refuses.
+//
+// The full design, with the crash table: docs/design/kafka-sink.md.
 //
 // # Fencing
 //

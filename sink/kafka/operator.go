@@ -3,6 +3,7 @@ package kafka
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -81,7 +82,11 @@ func digits(s string) bool {
 
 // listJobTxns returns the transactional ids of the job the brokers know.
 func (s *Sink) listJobTxns(ctx context.Context) ([]string, error) {
-	listed, err := s.adm.ListTransactions(ctx, nil, nil)
+	// Kafka 4.1+ filters by pattern (KIP-1152); older brokers list all.
+	listed, err := s.adm.ListTransactionsByTxPattern(ctx, nil, nil, "^"+regexp.QuoteMeta(s.job)+`-w[0-9]+-(t[0-9]+|r)$`)
+	if err != nil {
+		listed, err = s.adm.ListTransactions(ctx, nil, nil)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("list transactions: %w", err)
 	}

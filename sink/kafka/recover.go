@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -30,16 +31,22 @@ import (
 //     by producing their records again from the log, where the aborted
 //     transaction left them, in a new transaction with their marker.
 func (s *Sink) Recover(ctx context.Context, restored []sink.Committable) error {
+	return s.retry(ctx, "at start", func() error { return s.recover(ctx, restored) })
+}
+
+// retry runs fn until it returns nil or an error other than errUnreachable,
+// backing off and logging while the cluster is unreachable, until ctx ends.
+func (s *Sink) retry(ctx context.Context, what string, fn func() error) error {
 	backoff := 200 * time.Millisecond
 	for attempt := 1; ; attempt++ {
-		err := s.recover(ctx, restored)
+		err := fn()
 		if err == nil || !errors.Is(err, errUnreachable) || ctx.Err() != nil {
 			return err
 		}
-		s.log.Warn().Err(err).Int("attempt", attempt).Dur("backoff", backoff).Msg("kafka sink: cluster unreachable at start; retrying")
+		s.log.Warn().Err(err).Int("attempt", attempt).Dur("backoff", backoff).Msgf("kafka sink: cluster unreachable %s; retrying", what)
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("kafka sink recover: %w (last error: %w)", ctx.Err(), err)
+			return fmt.Errorf("kafka sink: %s: %w (last error: %w)", what, ctx.Err(), err)
 		case <-time.After(backoff):
 		}
 		backoff = min(2*backoff, 10*time.Second)
@@ -82,36 +89,79 @@ func (s *Sink) recover(ctx context.Context, restored []sink.Committable) error {
 	return nil
 }
 
-// prepare looks the topic up (its ID for the markers, its largest record)
-// and checks the transaction timeout against the broker's maximum.
+// prepare looks the topic up (its ID for the markers, its partitions, its
+// largest record) and checks the transaction timeout against the broker's
+// maximum.
 func (s *Sink) prepare(ctx context.Context) error {
-	details, err := s.adm.ListTopics(ctx, s.cfg.Topic)
+	info, err := s.lookupTopic(ctx, s.cfg.Topic)
 	if err != nil {
-		return unreachable(fmt.Errorf("metadata of %s: %w", s.cfg.Topic, err))
+		return err
 	}
-	d := details[s.cfg.Topic]
-	switch {
-	case errors.Is(d.Err, kerr.UnknownTopicOrPartition):
+	if !info.exists {
 		return fmt.Errorf("%w: kafka sink: topic %s does not exist on %v: create it (the sink does not)", sink.ErrInvalidConfig, s.cfg.Topic, s.conn.Brokers)
-	case d.Err != nil:
-		return fmt.Errorf("%w: kafka sink: topic %s: %w", sink.ErrInvalidConfig, s.cfg.Topic, d.Err)
 	}
-	s.topicID = d.ID
+	s.topicID = info.id
 	max, err := s.brokerConfig(ctx, "transaction.max.timeout.ms")
 	if err == nil && max > 0 && s.cfg.TransactionTimeout > time.Duration(max)*time.Millisecond {
 		return fmt.Errorf("%w: sink.transaction_timeout %v is longer than the brokers' transaction.max.timeout.ms (%v): lower it, or raise the brokers' maximum",
 			sink.ErrInvalidConfig, s.cfg.TransactionTimeout, time.Duration(max)*time.Millisecond)
 	}
-	if rc, err := s.adm.DescribeTopicConfigs(ctx, s.cfg.Topic); err == nil {
-		if c, err := rc.On(s.cfg.Topic, nil); err == nil {
+	return nil
+}
+
+// topicInfo is what the sink knows of an output topic.
+type topicInfo struct {
+	exists     bool
+	id         kadm.TopicID
+	partitions int32
+	maxBytes   int // max.message.bytes; 0: unknown
+}
+
+// lookupTopic asks the cluster about topic and caches the answer (a topic
+// found missing is asked again after a minute).
+func (s *Sink) lookupTopic(ctx context.Context, topic string) (topicInfo, error) {
+	details, err := s.adm.ListTopics(ctx, topic)
+	if err != nil {
+		return topicInfo{}, unreachable(fmt.Errorf("metadata of %s: %w", topic, err))
+	}
+	d := details[topic]
+	switch {
+	case errors.Is(d.Err, kerr.UnknownTopicOrPartition):
+		return topicInfo{}, nil
+	case d.Err != nil:
+		return topicInfo{}, fmt.Errorf("%w: kafka sink: topic %s: %w", sink.ErrInvalidConfig, topic, d.Err)
+	}
+	info := topicInfo{exists: true, id: d.ID, partitions: int32(len(d.Partitions))}
+	if rc, err := s.adm.DescribeTopicConfigs(ctx, topic); err == nil {
+		if c, err := rc.On(topic, nil); err == nil {
 			for _, kv := range c.Configs {
 				if kv.Key == "max.message.bytes" && kv.Value != nil {
-					s.maxBytes, _ = strconv.Atoi(*kv.Value)
+					info.maxBytes, _ = strconv.Atoi(*kv.Value)
 				}
 			}
 		}
 	}
-	return nil
+	s.mu.Lock()
+	s.topics[topic] = cachedTopic{info: info, at: time.Now()}
+	s.mu.Unlock()
+	return info, nil
+}
+
+// topic returns what the sink knows of topic, asking the cluster the first
+// time (a record's topic_field may name any topic).
+func (s *Sink) topic(ctx context.Context, topic string) (topicInfo, error) {
+	s.mu.Lock()
+	c, ok := s.topics[topic]
+	s.mu.Unlock()
+	if ok && (c.info.exists || time.Since(c.at) < time.Minute) {
+		return c.info, nil
+	}
+	return s.lookupTopic(ctx, topic)
+}
+
+type cachedTopic struct {
+	info topicInfo
+	at   time.Time
 }
 
 // brokerConfig reads a numeric config of a broker of the cluster.

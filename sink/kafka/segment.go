@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -58,7 +59,13 @@ type txn struct {
 	began  time.Time
 	writer int
 
+	// The progress group's addition to the transaction, begun with it.
+	groupOnce sync.Once
+	groupDone chan struct{}
+	groupErr  error
+
 	mu      sync.Mutex
+	last    *prange // the range of the last ack: acks come in runs per partition
 	ranges  map[topicPartition]*prange
 	records int64
 	bytes   int64
@@ -72,10 +79,37 @@ type topicPartition struct {
 	partition int32
 }
 
-// acked records a produce ack.
+// startAddGroup adds the progress group to the transaction in the
+// background.
+func (t *txn) startAddGroup(s *Sink) {
+	t.groupOnce.Do(func() {
+		t.groupDone = make(chan struct{})
+		go func() {
+			defer close(t.groupDone)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			t.groupErr = s.addGroup(ctx, t)
+		}()
+	})
+}
+
+// groupAdded waits for startAddGroup (starting it if it was not).
+func (t *txn) groupAdded(ctx context.Context, s *Sink) error {
+	t.startAddGroup(s)
+	select {
+	case <-t.groupDone:
+		return t.groupErr
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// acked records a produce ack, and recycles the record: the client no
+// longer uses it once its promise ran.
 func (t *txn) acked(r *kgo.Record, err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	defer freeRecord(r)
 	if err != nil {
 		if t.err == nil {
 			t.err = fmt.Errorf("produce to %s/%d: %w", r.Topic, r.Partition, err)
@@ -85,13 +119,27 @@ func (t *txn) acked(r *kgo.Record, err error) {
 	t.pid, t.epoch = r.ProducerID, r.ProducerEpoch
 	t.records++
 	t.bytes += int64(len(r.Key) + len(r.Value))
-	tp := topicPartition{r.Topic, r.Partition}
-	pr := t.ranges[tp]
-	if pr == nil {
-		t.ranges[tp] = &prange{Topic: r.Topic, Partition: r.Partition, First: r.Offset, Last: r.Offset}
-		return
+	pr := t.last
+	if pr == nil || pr.Partition != r.Partition || pr.Topic != r.Topic {
+		tp := topicPartition{r.Topic, r.Partition}
+		if pr = t.ranges[tp]; pr == nil {
+			pr = &prange{Topic: r.Topic, Partition: r.Partition, First: r.Offset, Last: r.Offset}
+			t.ranges[tp] = pr
+		}
+		t.last = pr
 	}
 	pr.First, pr.Last = min(pr.First, r.Offset), max(pr.Last, r.Offset)
+}
+
+// Produced records are recycled: one allocation per record was the sink's
+// largest cost.
+var recordPool = sync.Pool{New: func() any { return new(kgo.Record) }}
+
+func newRecord() *kgo.Record { return recordPool.Get().(*kgo.Record) }
+
+func freeRecord(r *kgo.Record) {
+	*r = kgo.Record{Headers: r.Headers[:0]}
+	recordPool.Put(r)
 }
 
 // segment describes the transaction once every record was acked.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,18 +34,19 @@ type Sink struct {
 
 	admin *kgo.Client
 	adm   *kadm.Client
+	hooks func(client string) []kgo.Hook // metrics of the clients; may be nil
 
 	// Known after Recover (prepare): the topic's ID for the progress
-	// markers, and the largest record the topic takes.
-	topicID  kadm.TopicID
-	maxBytes int
+	// markers.
+	topicID kadm.TopicID
 
 	mu       sync.Mutex
 	writers  map[int]*writer
-	open     map[string]*txn       // pre-committed transactions this process holds, by segment key
-	progress map[int]checkpoint.ID // each writer's last committed checkpoint
+	open     map[string]*txn        // pre-committed transactions this process holds, by segment key
+	progress map[int]checkpoint.ID  // each writer's last committed checkpoint
+	topics   map[string]cachedTopic // output topics looked up
 	stats    struct{ commits, aborts atomic.Uint64 }
-	written  struct{ records, bytes atomic.Uint64 }
+	closed   struct{ records, bytes uint64 } // what closed writers wrote
 }
 
 var (
@@ -68,8 +70,8 @@ func New(cfg Config, env sink.Env) (*Sink, error) {
 		// checkpoint (up to max_concurrent), and those of failed
 		// checkpoints carried to the next (up to tolerable_failures).
 		slots: c.TolerableFailures + c.MaxConcurrent + 2,
-		admin: admin, adm: kadm.NewClient(admin),
-		writers: map[int]*writer{}, open: map[string]*txn{}, progress: map[int]checkpoint.ID{},
+		admin: admin, adm: kadm.NewClient(admin), hooks: env.KafkaHooks,
+		writers: map[int]*writer{}, open: map[string]*txn{}, progress: map[int]checkpoint.ID{}, topics: map[string]cachedTopic{},
 	}, nil
 }
 
@@ -93,11 +95,27 @@ func (s *Sink) client(id string, extra ...kgo.Opt) (*kgo.Client, error) {
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.ProducerBatchCompression(codecs[s.cfg.Compression]),
 		kgo.ProducerLinger(5*time.Millisecond),
+		kgo.ProducerBatchMaxBytesFn(s.batchLimit),
 	)
 	if s.cfg.Partitioning == PartitionSameInput {
 		opts = append(opts, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	}
+	if s.hooks != nil {
+		opts = append(opts, kgo.WithHooks(s.hooks("sink-"+strings.TrimPrefix(id, s.job+"-"))...))
+	}
 	return kgo.NewClient(append(opts, extra...)...)
+}
+
+// batchLimit is the largest batch for topic: its max.message.bytes when
+// known (batches above it are refused whole), else franz-go's default.
+func (s *Sink) batchLimit(topic string) int32 {
+	s.mu.Lock()
+	c, ok := s.topics[topic]
+	s.mu.Unlock()
+	if ok && c.info.maxBytes > 0 {
+		return int32(min(c.info.maxBytes, maxProduceBytes))
+	}
+	return maxProduceBytes
 }
 
 // NewWriter opens the writer of worker instance.
@@ -179,9 +197,15 @@ func (s *Sink) committed(writer int) checkpoint.ID {
 }
 
 // CommittedAfter lists the writers whose committed output goes past
-// checkpoint id.
+// checkpoint id. It waits while the cluster is unreachable (the runtime
+// asks before Recover, at every start).
 func (s *Sink) CommittedAfter(ctx context.Context, id checkpoint.ID) ([]string, error) {
-	progress, err := s.readProgress(ctx)
+	var progress map[int]checkpoint.ID
+	err := s.retry(ctx, "at start", func() error {
+		var err error
+		progress, err = s.readProgress(ctx)
+		return unreachable(err)
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -198,13 +222,16 @@ func (s *Sink) CommittedAfter(ctx context.Context, id checkpoint.ID) ([]string, 
 // Stats counts what the sink produced and committed since it was made.
 func (s *Sink) Stats() sink.Stats {
 	st := sink.Stats{
-		BytesWritten:          s.written.bytes.Load(),
-		RecordsWritten:        s.written.records.Load(),
 		TransactionsCommitted: s.stats.commits.Load(),
 		TransactionsAborted:   s.stats.aborts.Load(),
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	st.RecordsWritten, st.BytesWritten = s.closed.records, s.closed.bytes
+	for _, w := range s.writers {
+		st.RecordsWritten += w.records.Load()
+		st.BytesWritten += w.bytes.Load()
+	}
 	var oldest time.Time
 	note := func(t *txn) {
 		if t != nil && (oldest.IsZero() || t.began.Before(oldest)) {

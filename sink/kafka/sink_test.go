@@ -9,6 +9,7 @@ import (
 
 	"github.com/connector-dev/connector/internal/kafkatest"
 	"github.com/connector-dev/connector/sink"
+	"github.com/twmb/franz-go/pkg/kadm"
 )
 
 // TestOutputIsVisibleOnlyOnceItsCheckpointCommits: pre-committed records
@@ -107,11 +108,12 @@ func TestARestartCommitsWhatTheCrashLeftOpenFromTheLog(t *testing.T) {
 
 // TestATransactionTheBrokerAbortedOnTimeoutLosesNothing: the process dies
 // after pre-commit; while it is down the broker aborts the transaction on
-// its timeout. The restart produces the records again from the log.
+// its timeout (5 s: long enough for a loaded machine to pre-commit 25
+// records before it). The restart produces the records again from the log.
 func TestATransactionTheBrokerAbortedOnTimeoutLosesNothing(t *testing.T) {
 	b := kafkatest.RealCluster(t)
 	topic := kafkatest.Topic(t, b, 2)
-	s := testSink(t, b, topic, topic, func(c *Config) { c.TransactionTimeout = 2 * time.Second })
+	s := testSink(t, b, topic, topic, func(c *Config) { c.TransactionTimeout = 5 * time.Second })
 	recover_(t, s, nil)
 	w := newTestWriter(t, s, 0)
 	write(t, w, 0, 25)
@@ -131,7 +133,7 @@ func TestATransactionTheBrokerAbortedOnTimeoutLosesNothing(t *testing.T) {
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
-	s2 := testSink(t, b, topic, topic, func(c *Config) { c.TransactionTimeout = 2 * time.Second })
+	s2 := testSink(t, b, topic, topic, func(c *Config) { c.TransactionTimeout = 5 * time.Second })
 	recover_(t, s2, cs)
 	if got := committedValues(t, b, topic, 25); !slices.Equal(got, values(0, 25)) {
 		t.Fatalf("visible after recovery: %d records, want 25 once", len(got))
@@ -177,21 +179,57 @@ func TestARecordTooLargeIsABadRecordNotAFailedTransaction(t *testing.T) {
 	b := kafkatest.RealCluster(t)
 	topic := kafkatest.Topic(t, b, 1)
 	s := testSink(t, b, topic, topic, nil)
+	v := "400"
+	if _, err := s.adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "max.message.bytes", Value: &v}}, topic); err != nil {
+		t.Fatal(err)
+	}
 	recover_(t, s, nil)
-	s.maxBytes = 100
 	w := newTestWriter(t, s, 0)
 	write(t, w, 0, 3)
-	big := make([]byte, 200)
+	big := make([]byte, 350)
 	err := w.Write(ctx, recordOf(big))
 	if !errors.Is(err, sink.ErrBadRecord) {
-		t.Fatalf("Write of 200 bytes: %v, want ErrBadRecord", err)
+		t.Fatalf("Write of 350 bytes: %v, want ErrBadRecord", err)
 	}
+	write(t, w, 3, 40) // more than a batch of 400 bytes holds
 	cs := preCommit(t, w, 1)
 	if err := s.Commit(ctx, cs); err != nil {
 		t.Fatal(err)
 	}
-	if got := committedValues(t, b, topic, 3); !slices.Equal(got, values(0, 3)) {
+	if got := committedValues(t, b, topic, 40); !slices.Equal(got, values(0, 40)) {
 		t.Fatalf("visible: %v", got)
+	}
+}
+
+// TestRecordsForTopicsThatCannotTakeThemAreRefused: a topic_field naming a
+// topic that does not exist is a bad record; same_as_input with a record
+// of a partition the output topic lacks is a config problem (the job
+// stops: the topic needs as many partitions as the input).
+func TestRecordsForTopicsThatCannotTakeThemAreRefused(t *testing.T) {
+	b := kafkatest.RealCluster(t)
+	topic := kafkatest.Topic(t, b, 2)
+	s := testSink(t, b, topic, topic, func(c *Config) { c.TopicField = "to" })
+	recover_(t, s, nil)
+	w := newTestWriter(t, s, 0)
+	err := w.Write(ctx, recordOf([]byte(`{"to":"no-such-topic-here"}`)))
+	if !errors.Is(err, sink.ErrBadRecord) || !strings.Contains(err.Error(), "topic no-such-topic-here (from topic_field to) does not exist") {
+		t.Errorf("a record for a missing topic: %v, want ErrBadRecord naming it", err)
+	}
+	if err := w.Write(ctx, recordOf([]byte(`{"to":"`+topic+`"}`))); err != nil {
+		t.Errorf("a record for an existing topic: %v", err)
+	}
+
+	same := testSink(t, b, topic+"-same", topic, func(c *Config) { c.Partitioning = PartitionSameInput })
+	recover_(t, same, nil)
+	sw := newTestWriter(t, same, 0)
+	r := recordOf([]byte(`{}`))
+	r.Partition = 5
+	if err := sw.Write(ctx, r); !errors.Is(err, sink.ErrInvalidConfig) || !strings.Contains(err.Error(), "has 2 partitions") {
+		t.Errorf("a record of partition 5 into 2 partitions: %v, want ErrInvalidConfig", err)
+	}
+	r.Partition = 1
+	if err := sw.Write(ctx, r); err != nil {
+		t.Errorf("a record of partition 1: %v", err)
 	}
 }
 

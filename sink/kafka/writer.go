@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -19,6 +20,15 @@ import (
 	"github.com/connector-dev/connector/transform"
 )
 
+// maxProduceBytes is franz-go's default ProducerBatchMaxBytes: a record
+// larger than a batch cannot be produced.
+const maxProduceBytes = 1_000_012
+
+// batchOverhead bounds the framing of a batch holding one record: the
+// batch header (61 bytes) and the record's lengths, offsets and header
+// counts.
+const batchOverhead = 61 + 40
+
 // writer is one worker's producer: a transaction open from its first record
 // after a pre-commit to the next pre-commit, then held until its checkpoint
 // completes (the sink commits it) while the next one fills. Each
@@ -28,6 +38,10 @@ type writer struct {
 	index int
 
 	topicField, keyField *transform.FieldReader
+
+	// Counted per writer (no shared cache line on the record path), read
+	// by Stats.
+	records, bytes atomic.Uint64
 
 	mu      sync.Mutex // cur and slots are read by Stats and Committed
 	cur     *txn
@@ -81,6 +95,7 @@ func (w *writer) begin() (*txn, error) {
 	w.busy[slot] = true
 	t := &txn{id: w.s.txnID(w.index, slot), slot: slot, cl: cl, began: time.Now(), writer: w.index, ranges: map[topicPartition]*prange{}}
 	w.cur = t
+	t.startAddGroup(w.s)
 	return t, nil
 }
 
@@ -88,7 +103,7 @@ func (w *writer) begin() (*txn, error) {
 // A record the topic cannot take (too large, a topic field that names no
 // valid topic) is ErrBadRecord, before anything is produced.
 func (w *writer) Write(ctx context.Context, r *record.Record) error {
-	kr, err := w.record(r)
+	kr, err := w.record(ctx, r)
 	if err != nil {
 		return err
 	}
@@ -98,15 +113,16 @@ func (w *writer) Write(ctx context.Context, r *record.Record) error {
 			return err
 		}
 	}
-	w.s.written.records.Add(1)
-	w.s.written.bytes.Add(uint64(len(kr.Key) + len(kr.Value)))
+	w.records.Add(1)
+	w.bytes.Add(uint64(len(kr.Key) + len(kr.Value)))
 	t.cl.Produce(ctx, kr, t.acked)
 	return nil
 }
 
 // record builds the output record of r.
-func (w *writer) record(r *record.Record) (*kgo.Record, error) {
-	kr := &kgo.Record{Topic: w.s.cfg.Topic, Key: r.Key, Value: r.Value, Timestamp: r.Timestamp}
+func (w *writer) record(ctx context.Context, r *record.Record) (*kgo.Record, error) {
+	kr := newRecord()
+	kr.Topic, kr.Key, kr.Value, kr.Timestamp = w.s.cfg.Topic, r.Key, r.Value, r.Timestamp
 	if w.topicField != nil {
 		topic, found, err := w.topicField.Get(r)
 		if err != nil {
@@ -143,8 +159,22 @@ func (w *writer) record(r *record.Record) (*kgo.Record, error) {
 			kgo.RecordHeader{Key: "connector.source.partition", Value: []byte(strconv.Itoa(int(r.Partition)))},
 			kgo.RecordHeader{Key: "connector.source.offset", Value: []byte(strconv.FormatInt(r.Offset, 10))})
 	}
-	if m := w.s.maxBytes; m > 0 && size > m {
-		return nil, fmt.Errorf("%w: %d bytes, more than the %d the topic %s takes (max.message.bytes)", sink.ErrBadRecord, size, m, kr.Topic)
+	info, err := w.s.topic(ctx, kr.Topic)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("kafka sink: %w", err)
+	case !info.exists:
+		return nil, fmt.Errorf("%w: topic %s (from topic_field %s) does not exist", sink.ErrBadRecord, kr.Topic, w.s.cfg.TopicField)
+	case w.s.cfg.Partitioning == PartitionSameInput && kr.Partition >= info.partitions:
+		return nil, fmt.Errorf("%w: partitioning same_as_input: a record of partition %d, and topic %s has %d partitions (it needs as many as the input)",
+			sink.ErrInvalidConfig, kr.Partition, kr.Topic, info.partitions)
+	}
+	// A record must fit a batch of its own: the uncompressed size plus the
+	// batch's and the record's framing (the broker checks the compressed
+	// batch, so this is conservative).
+	size += batchOverhead
+	if m := min(info.maxBytes, maxProduceBytes); m > 0 && size > m {
+		return nil, fmt.Errorf("%w: %d bytes, more than the %d the topic %s takes (max.message.bytes, or the producer's batch limit)", sink.ErrBadRecord, size, m, kr.Topic)
 	}
 	return kr, nil
 }
@@ -270,6 +300,8 @@ func (w *writer) Close() error {
 		cl.Close()
 	}
 	w.s.mu.Lock()
+	w.s.closed.records += w.records.Load()
+	w.s.closed.bytes += w.bytes.Load()
 	delete(w.s.writers, w.index)
 	for k, t := range w.s.open {
 		if t.writer == w.index {

@@ -22,6 +22,7 @@ const (
 	ctlTrigger controlKind = iota
 	ctlCancel
 	ctlAdd
+	ctlSuspend
 )
 
 type control struct {
@@ -31,8 +32,8 @@ type control struct {
 	add  Offsets
 }
 
-// Reader reads the partitions one source task owns. Trigger, CancelBarrier
-// and add may be called from any goroutine; Run from exactly one.
+// Reader reads the partitions one source task owns. Trigger, CancelBarrier,
+// Suspend and add may be called from any goroutine; Run from exactly one.
 type Reader struct {
 	index     int
 	cfg       Options
@@ -41,6 +42,11 @@ type Reader struct {
 	positions Offsets                 // next offset per owned partition; owned by Run
 	ids       map[string]kadm.TopicID // the topics' IDs, recorded with the positions; read-only
 	lag       lagTable                // see lag.go
+	// suspendAt is the final checkpoint once the job is stopping (0
+	// before); suspended is set when its barrier (or a later one) was
+	// emitted: Run emits no more records. Both owned by Run.
+	suspendAt checkpoint.ID
+	suspended bool
 }
 
 func newReader(index int, cfg Options, starts Offsets, ids map[string]kadm.TopicID, log zerolog.Logger) *Reader {
@@ -71,6 +77,12 @@ func (r *Reader) Trigger(id checkpoint.ID, ts time.Time) {
 // Like Trigger it never blocks.
 func (r *Reader) CancelBarrier(id checkpoint.ID) {
 	r.request(control{kind: ctlCancel, id: id})
+}
+
+// Suspend asks Run to emit no records after the barrier of checkpoint id
+// (or a later one). Like Trigger it never blocks.
+func (r *Reader) Suspend(id checkpoint.ID) {
+	r.request(control{kind: ctlSuspend, id: id})
 }
 
 func (r *Reader) request(c control) {
@@ -127,7 +139,9 @@ func (r *Reader) Run(ctx context.Context, em source.Emitter) error {
 			if err := r.emit(ctx, cl, fs, em); err != nil {
 				return err
 			}
-			want <- struct{}{}
+			if !r.suspended {
+				want <- struct{}{}
+			}
 		}
 	}
 }
@@ -163,7 +177,16 @@ func (r *Reader) handle(ctx context.Context, cl *kgo.Client, c control, em sourc
 		if err != nil {
 			return fmt.Errorf("reader %d: encode offsets: %w", r.index, err)
 		}
-		return em.Barrier(ctx, c.id, c.ts, pos)
+		if err := em.Barrier(ctx, c.id, c.ts, pos); err != nil {
+			return err
+		}
+		if r.suspendAt != 0 && c.id >= r.suspendAt && !r.suspended {
+			r.suspended = true
+			r.log.Info().Uint64("checkpoint", uint64(c.id)).Msg("reader suspended after the final checkpoint's barrier: no more records")
+		}
+		return nil
+	case ctlSuspend:
+		r.suspendAt = c.id
 	case ctlCancel:
 		return em.Cancel(ctx, c.id)
 	case ctlAdd:
@@ -176,8 +199,12 @@ func (r *Reader) handle(ctx context.Context, cl *kgo.Client, c control, em sourc
 
 // emit hands one fetch downstream in batches of at most BatchSize, answering
 // control messages between batches so a barrier is not held up by a large
-// fetch.
+// fetch. Once suspended it drops the rest of the fetch: the position stays
+// after the last record emitted.
 func (r *Reader) emit(ctx context.Context, cl *kgo.Client, fs kgo.Fetches, em source.Emitter) error {
+	if r.suspended {
+		return nil
+	}
 	if err := fetchError(fs); err != nil {
 		return fmt.Errorf("reader %d: %w", r.index, err)
 	}
@@ -199,7 +226,7 @@ func (r *Reader) emit(ctx context.Context, cl *kgo.Client, fs kgo.Fetches, em so
 		}
 	}
 	fs.EachRecord(func(kr *kgo.Record) {
-		if err != nil {
+		if err != nil || r.suspended {
 			return
 		}
 		if have && (partition != kr.Partition || topic != kr.Topic) {

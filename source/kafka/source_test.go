@@ -154,6 +154,40 @@ func TestBarrierOffsetsAreTheNextOffsetAfterEveryRecordBeforeIt(t *testing.T) {
 	}
 }
 
+// TestASuspendedReaderEmitsNoRecordsAfterTheFinalBarrier: once the job is
+// stopping (Suspend) and the final checkpoint's barrier is out, the reader
+// emits no more records, though more are there to read; later barriers
+// still flow, at the same position.
+func TestASuspendedReaderEmitsNoRecordsAfterTheFinalBarrier(t *testing.T) {
+	b := kafkatest.Cluster(t)
+	topic := kafkatest.Topic(t, b, 3)
+	produce(t, b, topic, 3, 3000)
+	s, err := Open(context.Background(), testConfig(b, topic), nil, testLog(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	r := s.readers[0]
+	rec, stop := runReader(t, r)
+	waitFor(t, "some records", func() bool { return rec.count() > 0 })
+	r.Suspend(2)
+	r.Trigger(1, time.Now()) // before the final checkpoint: records go on
+	r.Trigger(2, time.Now())
+	waitFor(t, "barrier 2", func() bool { rec.mu.Lock(); defer rec.mu.Unlock(); return len(rec.barriers) == 2 })
+	produce(t, b, topic, 3, 300)
+	r.Trigger(3, time.Now()) // a retried final checkpoint
+	waitFor(t, "barrier 3", func() bool { rec.mu.Lock(); defer rec.mu.Unlock(); return len(rec.barriers) == 3 })
+	stop()
+
+	final, retried := rec.barriers[1], rec.barriers[2]
+	if final.id != 2 || len(rec.records) != final.after {
+		t.Errorf("%d records emitted, %d of them before barrier %d: want none after the final barrier", len(rec.records), final.after, final.id)
+	}
+	if retried.offsets.String() != final.offsets.String() {
+		t.Errorf("barrier 3 at %s, barrier 2 at %s: want the same position", retried.offsets, final.offsets)
+	}
+}
+
 func TestStartPrefersRestoredThenCommittedThenStartOffset(t *testing.T) {
 	b := kafkatest.Cluster(t)
 	topic := kafkatest.Topic(t, b, 3)

@@ -31,6 +31,11 @@ type spec struct {
 	interval    time.Duration
 	dedupKey    string // connector: a dedup transform on this field
 	keys        int64  // distinct dedup keys
+	// k2k: Kafka to Kafka (raw-k2k, connector-k2k, flink-k2k); outTopic,
+	// made fresh for each run, receives the output.
+	k2k      bool
+	outTopic string
+	txn      bool // raw-k2k-txn: the raw loop commits a transaction every interval
 }
 
 // result is what one run measured.
@@ -82,6 +87,19 @@ type result struct {
 
 	Recovery      float64 `json:"recovery_s,omitempty"` // restart after SIGKILL -> first record committed
 	KilledAtBytes int64   `json:"killed_at_bytes,omitempty"`
+
+	// Kafka to Kafka, the latency runs (k2k.go): records produced at Rate
+	// per second for Measured of them after a warm-up, and the time from
+	// each one's produce to its being read from the output topic.
+	OutTopic  string  `json:"out_topic,omitempty"`
+	Rate      float64 `json:"rate,omitempty"`
+	Measured  int64   `json:"measured,omitempty"`
+	LatSeen   int64   `json:"latency_seen,omitempty"` // measured records read back
+	LatP50    float64 `json:"latency_p50_ms,omitempty"`
+	LatP90    float64 `json:"latency_p90_ms,omitempty"`
+	LatP99    float64 `json:"latency_p99_ms,omitempty"`
+	LatMax    float64 `json:"latency_max_ms,omitempty"`
+	Isolation string  `json:"isolation,omitempty"` // of the consumer that read the output back
 
 	Attempts int `json:"attempts,omitempty"` // runs made (see steadyDrain)
 	// Runs is how many runs the reported (median) one was chosen from;
@@ -143,9 +161,17 @@ func (b *bench) launch(s spec, dir string, restore bool, logName string) (*proc,
 	logPath := filepath.Join(dir, logName)
 	switch s.kind {
 	case "raw":
-		p, err := start(s.name, logPath, nil, filepath.Join(b.o.bin, "raw"), "--brokers", b.o.brokers,
+		args := []string{filepath.Join(b.o.bin, "raw"), "--brokers", b.o.brokers,
 			"--topic", s.topic.Name, "--records", strconv.FormatInt(s.topic.Records, 10),
-			"--clients", strconv.Itoa(s.parallelism))
+			"--clients", strconv.Itoa(s.parallelism)}
+		if s.outTopic != "" {
+			args = append(args, "--out-topic", s.outTopic)
+		}
+		if s.txn {
+			args = append(args, "--txn-interval", s.interval.String(),
+				"--txn-id", "bench-k2k-raw-"+strings.ReplaceAll(filepath.Base(dir), ".", "-"))
+		}
+		p, err := start(s.name, logPath, nil, args...)
 		return p, "", err
 	case "connector":
 		addr, err := freeAddr()
@@ -166,12 +192,21 @@ func (b *bench) launch(s spec, dir string, restore bool, logName string) (*proc,
 		if b.o.flinkCP == "" {
 			return nil, "", fmt.Errorf("no --flink-classpath")
 		}
+		job, out := "KafkaToFiles", []string{"--out", filepath.Join(dir, "out")}
+		if s.outTopic != "" {
+			// The transactional ids are fresh for each run: nothing of
+			// an earlier run is aborted or fenced.
+			job, out = "KafkaToKafka", []string{"--out-topic", s.outTopic,
+				"--txn-prefix", "bench-k2k-flink-" + strings.ReplaceAll(filepath.Base(dir), ".", "-"),
+				"--txn-timeout-ms", strconv.FormatInt(flinkTxnTimeout.Milliseconds(), 10)}
+		}
 		args := []string{b.o.java, "-Xmx" + b.o.flinkHeap, "-Dbench.log=" + logPath + ".flink",
-			"-cp", b.o.flinkCP, "dev.connector.bench.KafkaToFiles",
-			"--brokers", b.o.brokers, "--topic", s.topic.Name, "--out", filepath.Join(dir, "out"),
-			"--checkpoints", filepath.Join(dir, "checkpoints"), "--parallelism", strconv.Itoa(s.parallelism),
+			"-cp", b.o.flinkCP, "dev.connector.bench." + job,
+			"--brokers", b.o.brokers, "--topic", s.topic.Name}
+		args = append(args, out...)
+		args = append(args, "--checkpoints", filepath.Join(dir, "checkpoints"), "--parallelism", strconv.Itoa(s.parallelism),
 			"--interval-ms", strconv.FormatInt(s.interval.Milliseconds(), 10),
-			"--group", "bench-flink-" + filepath.Base(dir)}
+			"--group", "bench-flink-"+filepath.Base(dir))
 		if restore {
 			args = append(args, "--restore")
 		}
@@ -198,6 +233,13 @@ func connectorConfig(s spec, dir, addr string) string {
 		transforms = fmt.Sprintf("[{type: dedup, key: %s, ttl: 10s}]", s.dedupKey)
 	}
 	name := "bench-" + strings.ReplaceAll(filepath.Base(dir), ".", "-")
+	sink := fmt.Sprintf("type: file\n  path: %s\n  format: jsonl", filepath.Join(dir, "out"))
+	if s.outTopic != "" {
+		// The defaults otherwise: partitioning by key (murmur2), no
+		// compression, a 10m transaction timeout (the broker's maximum
+		// is 15 min by default).
+		sink = fmt.Sprintf("type: kafka\n  topic: %s", s.outTopic)
+	}
 	return fmt.Sprintf(`# written by bench/cmd/bench for %q
 name: %s
 kafka:
@@ -220,14 +262,12 @@ pipeline:
   parallelism: %d
   transforms: %s
 sink:
-  type: file
-  path: %s
-  format: jsonl
+  %s
 http:
   addr: %s
 `, s.label, name, "${KAFKA_BROKERS}", s.topic.Name, name, s.interval, s.mode,
 		filepath.Join(dir, "data", "checkpoints"), filepath.Join(dir, "data", "state"),
-		s.parallelism, transforms, filepath.Join(dir, "out"), addr)
+		s.parallelism, transforms, sink, addr)
 }
 
 var addrLine = regexp.MustCompile(`(?m)^  addr: .*$`)
@@ -304,6 +344,9 @@ func (b *bench) begin(s spec) (dir string, r *result, ok bool) {
 
 // drain runs a contender from an empty output until the topic is drained.
 func (b *bench) drain(s spec) *result {
+	if s.k2k {
+		return b.k2kDrain(s)
+	}
 	dir, r, ok := b.begin(s)
 	if !ok {
 		return r
@@ -390,14 +433,19 @@ func (b *bench) drain(s spec) *result {
 			r.Metrics = m
 		}
 	}
-	b.measure(r, p, s, first, end, cpuFirst, final, busy0, busyFirst, broker0, brokerFirst)
+	if busyFirst == 0 {
+		busyFirst, brokerFirst = busy0, broker0
+	}
+	b.measure(r, p, s, first, end, cpuFirst, final, busyFirst, brokerFirst, cpuBusy(), pidCPU(b.o.brokerPID))
 	b.stopAndCheck(r, p, s, dir, end)
 	return r
 }
 
-// measure fills the throughput and CPU figures of a drained run.
+// measure fills the throughput and CPU figures of a drained run: first
+// and end bound the drain, cpuFirst and final are the contender's usage
+// then, busy* the machine's and broker* the broker's CPU time then.
 func (b *bench) measure(r *result, p *proc, s spec, first, end time.Time, cpuFirst, final usage,
-	busy0, busyFirst, broker0, brokerFirst time.Duration) {
+	busyFirst, brokerFirst, busyEnd, brokerEnd time.Duration) {
 	if first.IsZero() {
 		first = end
 	}
@@ -415,14 +463,10 @@ func (b *bench) measure(r *result, p *proc, s spec, first, end time.Time, cpuFir
 		r.RecPerCPU = n / r.CPU
 	}
 	r.PeakRSSMB = float64(final.PeakRSS) / (1 << 20)
-	busy, broker := cpuBusy(), pidCPU(b.o.brokerPID)
-	if busyFirst == 0 {
-		busyFirst, brokerFirst = busy0, broker0
-	}
 	if b.o.brokerPID > 0 {
-		r.BrokerCPU = (broker - brokerFirst).Seconds()
+		r.BrokerCPU = (brokerEnd - brokerFirst).Seconds()
 	}
-	r.OtherCPU = max(0, (busy-busyFirst).Seconds()-r.CPU-r.BrokerCPU)
+	r.OtherCPU = max(0, (busyEnd-busyFirst).Seconds()-r.CPU-r.BrokerCPU)
 }
 
 // stopAndCheck stops the contender, reads its checkpoints from its log and

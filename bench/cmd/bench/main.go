@@ -1,7 +1,10 @@
 // Command bench runs the benchmark of issue 5 and reports it: the connector
 // against a raw franz-go consumer (the ceiling of the source side) and
 // against Apache Flink, each draining the same Kafka topic from the
-// beginning into files on the same disk. bench/run builds everything and
+// beginning into files on the same disk. The Kafka-to-Kafka experiments of
+// issue 12 (k2k.go, latency.go) do the same into an output topic, against
+// a raw consume-and-produce loop and Flink's KafkaSink, and measure the
+// latency to a read_committed consumer. bench/run builds everything and
 // calls it; see bench/README.md.
 //
 //	bench --brokers HOST:PORT --bin DIR --flink-classpath CP [--quick] [--only a,b] [--records N] ...
@@ -33,7 +36,13 @@ import (
 var experimentNames = []string{
 	"raw", "connector-eo", "connector-alo", "connector-off", "connector-dedup", "flink",
 	"recovery", "scaling-p", "scaling-state",
+	"raw-k2k", "connector-k2k", "flink-k2k", "raw-k2k-txn",
 }
+
+// k2kNames are the Kafka-to-Kafka experiments: a drain of each topic of
+// --sizes and a latency run each. raw-k2k-txn, a diagnostic (the raw loop
+// committing a transaction every second), runs only when --only names it.
+var k2kNames = []string{"raw-k2k", "raw-k2k-txn", "connector-k2k", "flink-k2k"}
 
 type options struct {
 	brokers        string
@@ -56,6 +65,12 @@ type options struct {
 	quietWait      time.Duration
 	retries        int
 	repeat         int
+	// Kafka to Kafka: the latency runs' rate (records/s), measured
+	// duration and warm-up after the first output.
+	latencyRate     int
+	latencyDuration time.Duration
+	latencyWarmup   time.Duration
+	noLatency       bool
 }
 
 func main() {
@@ -82,6 +97,10 @@ func main() {
 	flag.DurationVar(&o.quietWait, "quiet-wait", 3*time.Minute, "before each run, wait up to this long for the machine to be quiet (other processes using < 0.15 cores for 3s); 0: do not wait")
 	flag.IntVar(&o.retries, "retries", 2, "run a drain again, up to this many times, when other processes used more than 0.25 cores during it (the least disturbed run is kept)")
 	flag.IntVar(&o.repeat, "repeat", 3, "runs of every experiment; the median one is reported (by records/s, or by recovery time), with the range")
+	flag.IntVar(&o.latencyRate, "latency-rate", 50_000, "k2k latency runs: records produced per second")
+	flag.DurationVar(&o.latencyDuration, "latency-duration", 30*time.Second, "k2k latency runs: how long the measured records are produced")
+	flag.DurationVar(&o.latencyWarmup, "latency-warmup", 5*time.Second, "k2k latency runs: records produced in this long after the contender's first output are not measured")
+	flag.BoolVar(&o.noLatency, "no-latency", false, "k2k: run the drains only, not the latency runs")
 	from := flag.String("from", "", "run nothing: report the results.json `file` of an earlier run again")
 	flag.Parse()
 
@@ -99,6 +118,9 @@ func main() {
 		}
 		if !set["repeat"] {
 			o.repeat = 1
+		}
+		if !set["latency-duration"] {
+			o.latencyDuration = 10 * time.Second
 		}
 	}
 	o.repeat = max(1, o.repeat)
@@ -176,7 +198,12 @@ func ints(s string) ([]int, error) {
 	return out, nil
 }
 
-func (o *options) wants(name string) bool { return len(o.only) == 0 || o.only[name] }
+func (o *options) wants(name string) bool {
+	if name == "raw-k2k-txn" {
+		return o.only[name]
+	}
+	return len(o.only) == 0 || o.only[name]
+}
 
 // topic is a topic of the load.
 type topic struct {
@@ -192,16 +219,18 @@ type bench struct {
 	ctx     context.Context
 	began   time.Time
 	results []*result
+	k2kState
 }
 
 func (b *bench) log(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "bench %6.1fs: %s\n", time.Since(b.began).Seconds(), fmt.Sprintf(format, args...))
 }
 
-// load makes sure the topic of n records of size bytes exists (DIR/load).
-func (b *bench) load(n int64, size int) (topic, error) {
+// load makes sure the topic of n records of size bytes exists (DIR/load);
+// its name starts with prefix.
+func (b *bench) load(n int64, size int, prefix string) (topic, error) {
 	cmd := exec.CommandContext(b.ctx, filepath.Join(b.o.bin, "load"), "--brokers", b.o.brokers,
-		"--records", strconv.FormatInt(n, 10), "--size", strconv.Itoa(size))
+		"--records", strconv.FormatInt(n, 10), "--size", strconv.Itoa(size), "--prefix", prefix)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
 	if err != nil {
@@ -224,17 +253,17 @@ func (b *bench) run() error {
 	var main, large, keys topic
 	var err error
 	if needMain {
-		if main, err = b.load(o.records, 100); err != nil {
+		if main, err = b.load(o.records, 100, "bench"); err != nil {
 			return err
 		}
 	}
 	if needLarge {
-		if large, err = b.load(o.largeRecords, 1000); err != nil {
+		if large, err = b.load(o.largeRecords, 1000, "bench"); err != nil {
 			return err
 		}
 	}
 	if o.wants("scaling-state") {
-		if keys, err = b.load(o.keysRecords, 100); err != nil {
+		if keys, err = b.load(o.keysRecords, 100, "bench"); err != nil {
 			return err
 		}
 	}
@@ -278,6 +307,10 @@ func (b *bench) run() error {
 		for _, r := range b.rounds(specs, b.steadyDrain) {
 			b.record(r)
 		}
+	}
+
+	if err := b.runK2K(); err != nil {
+		return err
 	}
 
 	if o.wants("recovery") {
@@ -447,8 +480,11 @@ func (b *bench) median(s spec, runs []*result) *result {
 		return failed
 	}
 	key := func(r *result) float64 { return r.RecordsPerS }
-	if s.section == "recovery" {
+	switch s.section {
+	case "recovery":
 		key = func(r *result) float64 { return r.Recovery }
+	case k2kLatencySection:
+		key = func(r *result) float64 { return r.LatP99 }
 	}
 	slices.SortFunc(ok, func(x, y *result) int { return cmp.Compare(key(x), key(y)) })
 	m := ok[(len(ok)-1)/2]
@@ -463,6 +499,9 @@ func (b *bench) median(s spec, runs []*result) *result {
 		m.Verified = strings.Join(bad, "; ")
 	} else if m.Check != nil && len(ok) > 1 {
 		m.Verified = fmt.Sprintf("exactly once (%d of %d runs)", len(ok), len(ok))
+		if m.Isolation == "read_uncommitted" {
+			m.Verified += " (read_uncommitted)"
+		}
 	}
 	m.Runs = len(ok)
 	m.RangeMin, m.RangeMax = key(ok[0]), key(ok[len(ok)-1])
@@ -495,4 +534,63 @@ func (b *bench) record(r *result) {
 	if data, err := json.MarshalIndent(b.results, "", "  "); err == nil {
 		_ = os.WriteFile(filepath.Join(b.o.out, "results.json"), data, 0o644)
 	}
+}
+
+// k2kLatencySection is the section of the Kafka-to-Kafka latency runs.
+const k2kLatencySection = "k2k latency"
+
+// runK2K runs the Kafka-to-Kafka experiments: the drains of each topic of
+// --sizes (their own topics, named bench-k2k-v2-...), contenders taking
+// turns, then the latency runs.
+func (b *bench) runK2K() error {
+	o := &b.o
+	var names []string
+	for _, n := range k2kNames {
+		if o.wants(n) {
+			names = append(names, n)
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	labels := map[string]string{
+		"raw-k2k":       "raw franz-go loop (no transactions)",
+		"raw-k2k-txn":   "raw loop + a transaction a second",
+		"connector-k2k": "connector exactly-once 1s",
+		"flink-k2k":     "Flink 2.2 exactly-once 1s",
+	}
+	kinds := map[string]string{"raw-k2k": "raw", "raw-k2k-txn": "raw", "connector-k2k": "connector", "flink-k2k": "flink"}
+	mk := func(section, name string, t topic) spec {
+		return spec{section: section, name: name, label: labels[name], kind: kinds[name], topic: t,
+			parallelism: o.parallelism, mode: "exactly_once", interval: time.Second, k2k: true, txn: name == "raw-k2k-txn"}
+	}
+	for _, size := range o.sizes {
+		n := o.records
+		if size == 1000 {
+			n = o.largeRecords
+		}
+		t, err := b.load(n, size, k2kPrefix)
+		if err != nil {
+			return err
+		}
+		section := fmt.Sprintf("k2k drain %s x %d B", human(float64(t.Records)), t.Size)
+		var specs []spec
+		for _, name := range names {
+			specs = append(specs, mk(section, name, t))
+		}
+		for _, r := range b.rounds(specs, b.steadyDrain) {
+			b.record(r)
+		}
+	}
+	if o.noLatency {
+		return nil
+	}
+	var specs []spec
+	for _, name := range names {
+		specs = append(specs, mk(k2kLatencySection, name, topic{}))
+	}
+	for _, r := range b.rounds(specs, b.k2kLatency) {
+		b.record(r)
+	}
+	return nil
 }

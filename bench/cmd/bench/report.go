@@ -184,7 +184,53 @@ func (b *bench) writeMarkdown(w *strings.Builder) {
 		}
 		fmt.Fprintln(w)
 	}
+	b.writeK2K(w)
 	b.writeTargets(w)
+}
+
+// writeK2K writes the Kafka-to-Kafka tables: the drains and the latency.
+func (b *bench) writeK2K(w *strings.Builder) {
+	for _, sec := range b.sections("k2k drain") {
+		rs := b.in(sec)
+		raw := find(rs, "raw-k2k")
+		fmt.Fprintf(w, "### Kafka to Kafka: %s (%s -> a fresh topic, %d partitions)\n\n", strings.TrimPrefix(sec, "k2k "), rs[0].Topic.Name, k2kPartitions)
+		fmt.Fprintln(w, "| contender | records/s | range (runs) | MB/s | % of raw loop | records/s written | CPU s / M records | records / CPU s | peak RSS MiB | checkpoints | ckpt p50 ms | ckpt p99 ms | start-up s | drain s | output | broker CPU s | other CPU s |")
+		fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|--:|--:|")
+		for _, r := range rs {
+			if r.Err != "" {
+				fmt.Fprintf(w, "| %s | failed: %s ||||||||||||||||\n", r.Label, r.Err)
+				continue
+			}
+			written, pct := "-", "-"
+			if r.WrittenPerS > 0 {
+				written = f0(r.WrittenPerS)
+			}
+			if raw != nil && raw.RecordsPerS > 0 {
+				pct = fmt.Sprintf("%.0f%%", 100*r.RecordsPerS/raw.RecordsPerS)
+			}
+			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+				r.Label, f0(r.RecordsPerS), spread(r, human), f1(r.MBPerS), pct, written, f2(r.CPUPerM), f0(r.RecPerCPU), f0(r.PeakRSSMB),
+				ckptCount(r), ckpt(r, f0, r.CkptP50), ckpt(r, f0, r.CkptP99), f2(r.Startup), f2(r.Drain), r.Verified, f1(r.BrokerCPU), f1(r.OtherCPU))
+		}
+		fmt.Fprintln(w)
+	}
+	rs := b.in(k2kLatencySection)
+	if len(rs) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "### Kafka to Kafka: end-to-end latency at %s records/s (produce -> read by a read_committed consumer of the output)\n\n", human(rs[0].Rate))
+	fmt.Fprintln(w, "| contender | latency p50 ms | p90 ms | p99 ms | max ms | range of p99 (runs) | records measured | read back | checkpoints | ckpt p50 ms | ckpt p99 ms | CPU s / M records | peak RSS MiB | output | broker CPU s | other CPU s |")
+	fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|--:|--:|")
+	for _, r := range rs {
+		if r.Err != "" {
+			fmt.Fprintf(w, "| %s | failed: %s |||||||||||||||\n", r.Label, r.Err)
+			continue
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %d | %d | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+			r.Label, f0(r.LatP50), f0(r.LatP90), f0(r.LatP99), f0(r.LatMax), spread(r, f0), r.Measured, r.LatSeen,
+			ckptCount(r), ckpt(r, f0, r.CkptP50), ckpt(r, f0, r.CkptP99), f2(r.CPUPerM), f0(r.PeakRSSMB), r.Verified, f1(r.BrokerCPU), f1(r.OtherCPU))
+	}
+	fmt.Fprintln(w)
 }
 
 func find(rs []*result, name string) *result {
@@ -233,6 +279,26 @@ func (b *bench) writeTargets(w *strings.Builder) {
 			}
 		}
 	}
+	for _, sec := range b.sections("k2k drain") {
+		rs := b.in(sec)
+		c, raw, flink := find(rs, "connector-k2k"), find(rs, "raw-k2k"), find(rs, "flink-k2k")
+		if c == nil {
+			continue
+		}
+		if raw != nil {
+			x := c.RecordsPerS / raw.RecordsPerS
+			rows = append(rows, row{fmt.Sprintf("%s: connector >= 0.7x the raw loop's throughput", sec), fmt.Sprintf("%.2fx (%s vs %s records/s)", x, f0(c.RecordsPerS), f0(raw.RecordsPerS)), yes(x >= 0.7)})
+		}
+		if flink != nil && flink.RecPerCPU > 0 && flink.PeakRSSMB > 0 {
+			x := c.RecPerCPU / flink.RecPerCPU
+			rows = append(rows, row{fmt.Sprintf("%s: connector records per CPU-second >= 5x Flink's", sec), fmt.Sprintf("%.1fx (%s vs %s)", x, f0(c.RecPerCPU), f0(flink.RecPerCPU)), yes(x >= 5)})
+			y := c.PeakRSSMB / flink.PeakRSSMB
+			rows = append(rows, row{fmt.Sprintf("%s: connector peak RSS <= 1/5 of Flink's", sec), fmt.Sprintf("1/%.1f (%s vs %s MiB)", 1/y, f0(c.PeakRSSMB), f0(flink.PeakRSSMB)), yes(y <= 0.2)})
+		}
+	}
+	if c := find(b.in(k2kLatencySection), "connector-k2k"); c != nil && c.LatSeen > 0 {
+		rows = append(rows, row{"k2k: connector latency p99 <= 1.5 x the checkpoint interval (1.5 s)", fmt.Sprintf("%.0f ms (p50 %.0f ms)", c.LatP99, c.LatP50), yes(c.LatP99 <= 1500)})
+	}
 	for _, r := range b.in("scaling-state") {
 		if r.Err == "" && r.DedupKeys == 1_000_000 && r.Name != "connector-dedup-id" && r.Checkpoints > 0 {
 			rows = append(rows, row{"checkpoint p99 <= 100 ms with 1M keys", fmt.Sprintf("%.0f ms (%d checkpoints; to metadata durable, where Flink's checkpointDuration ends: %.0f ms)", r.CkptP99, r.Checkpoints, r.CkptDurableP99), yes(r.CkptP99 <= 100)})
@@ -241,7 +307,7 @@ func (b *bench) writeTargets(w *strings.Builder) {
 	if len(rows) == 0 {
 		return
 	}
-	fmt.Fprintln(w, "### Targets (issue 5; reported, not asserted)")
+	fmt.Fprintln(w, "### Targets (issues 5 and 12; reported, not asserted)")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "| target | measured | met |")
 	fmt.Fprintln(w, "|---|---|---|")
@@ -264,6 +330,14 @@ func shortLabel(r *result) string {
 	case "connector-dedup":
 		return "conn. EO+dedup"
 	case "flink":
+		return "Flink EO"
+	case "raw-k2k":
+		return "raw loop"
+	case "raw-k2k-txn":
+		return "raw loop + txn"
+	case "connector-k2k":
+		return "connector EO"
+	case "flink-k2k":
 		return "Flink EO"
 	}
 	return r.Label
@@ -311,5 +385,12 @@ func (b *bench) panels() []panel {
 		func(r *result) string { return fmt.Sprintf("parallelism %d", r.Parallelism) })
 	add("checkpoint p99 ms by keyed state", b.in("scaling-state"), func(r *result) float64 { return r.CkptP99 }, f0,
 		func(r *result) string { return strings.TrimPrefix(r.Label, "dedup, ") })
+	if k := b.sections("k2k drain"); len(k) > 0 {
+		rs := b.in(k[0])
+		add("Kafka to Kafka records/s, "+strings.TrimPrefix(k[0], "k2k "), rs, func(r *result) float64 { return r.RecordsPerS }, human, shortLabel)
+		add("Kafka to Kafka CPU s per million records", rs, func(r *result) float64 { return r.CPUPerM }, f2, shortLabel)
+		add("Kafka to Kafka peak RSS, MiB", rs, func(r *result) float64 { return r.PeakRSSMB }, f0, shortLabel)
+	}
+	add("Kafka to Kafka latency p99, ms", b.in(k2kLatencySection), func(r *result) float64 { return r.LatP99 }, f0, shortLabel)
 	return ps
 }

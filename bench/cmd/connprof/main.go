@@ -26,6 +26,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/connector-dev/connector/config"
+	_ "github.com/connector-dev/connector/internal/builtin" // every source and sink kind, as cmd/connector
 	"github.com/connector-dev/connector/internal/metrics"
 	"github.com/connector-dev/connector/pipeline"
 )

@@ -2,11 +2,13 @@
 // records, once. bench/run calls it before the contenders run; a topic that
 // already holds exactly the right records is reused.
 //
-//	load --brokers 127.0.0.1:39092 --records 5000000 --size 100 [--partitions 8]
+//	load --brokers 127.0.0.1:39092 --records 5000000 --size 100 [--partitions 8] [--prefix bench]
 //	load --brokers 127.0.0.1:39092 --delete TOPIC,...   (tidy up)
+//	load --brokers 127.0.0.1:39092 --create TOPIC [--partitions 8]   (an empty output topic)
 //
-// The topic is named bench-v<format>-<size>b-<records> (for example
-// bench-v2-100b-5000000), so its name says what it holds; it is reused when it has the right number
+// The topic is named <prefix>-v<format>-<size>b-<records> (for example
+// bench-v2-100b-5000000; the Kafka-to-Kafka experiments use the prefix
+// bench-k2k), so its name says what it holds; it is reused when it has the right number
 // of partitions, starts at offset 0 and holds exactly N records, and is
 // deleted and produced again otherwise. The name is printed on stdout.
 //
@@ -54,13 +56,21 @@ func main() {
 	records := flag.Int("records", 5_000_000, "number of `records`")
 	size := flag.Int("size", 100, "bytes per record value")
 	partitions := flag.Int("partitions", 8, "partitions of the topic (a multiple of 4 keeps dedup keys on one worker)")
+	prefix := flag.String("prefix", "bench", "the topic's name starts with this `prefix`")
 	del := flag.String("delete", "", "delete these comma-separated `topics` and exit")
+	create := flag.String("create", "", "create this empty `topic` (--partitions) and exit")
 	flag.Parse()
 	if *brokers == "" {
 		fail(errors.New("--brokers or KAFKA_BROKERS is required"))
 	}
 	if *del != "" {
 		if err := deleteTopics(*brokers, strings.Split(*del, ",")); err != nil {
+			fail(err)
+		}
+		return
+	}
+	if *create != "" {
+		if err := createTopic(*brokers, *create, int32(*partitions)); err != nil {
 			fail(err)
 		}
 		return
@@ -75,7 +85,7 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	topic := fmt.Sprintf("bench-v%d-%db-%d", format, *size, *records)
+	topic := fmt.Sprintf("%s-v%d-%db-%d", *prefix, format, *size, *records)
 	if err := run(ctx, *brokers, topic, *records, *size, int32(*partitions)); err != nil {
 		fail(err)
 	}
@@ -211,6 +221,23 @@ func deleteTopics(brokers string, topics []string) error {
 		}
 		fmt.Fprintf(os.Stderr, "load: deleted %s\n", r.Topic)
 	}
+	return nil
+}
+
+func createTopic(brokers, topic string, partitions int32) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	resp, err := kadm.NewClient(cl).CreateTopic(context.Background(), partitions, 1, nil, topic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		return fmt.Errorf("create %s: %w", topic, err)
+	}
+	fmt.Fprintf(os.Stderr, "load: created %s (%d partitions)\n", topic, partitions)
 	return nil
 }
 

@@ -4,12 +4,31 @@
 // processing, no output.
 //
 //	raw --brokers 127.0.0.1:39092 --topic bench-100b-5000000 --records 5000000 [--clients 2]
+//	raw ... --out-topic bench-k2k-out-1   (consume and produce)
+//
+// With --out-topic it is the ceiling of a Kafka-to-Kafka job instead: each
+// consumer hands every record (key, value, timestamp) to a producer of its
+// own, franz-go's defaults (acks=all, idempotent, the key's murmur2 picks
+// the partition, as Kafka's Java clients, 10 ms linger) but for
+// compression: none, as the connector's Kafka sink and Flink's KafkaSink
+// produce by default (franz-go's default, snappy, costs the producer and
+// the broker CPU the others do not spend). No transactions; the run ends
+// once every produced record was acknowledged.
+//
+// --txn-interval D (a diagnostic, bench/run's raw-k2k-txn) adds what any
+// exactly-once job pays Kafka: each producer writes in transactions
+// (transactional id <--txn-id>-<client>), committed every D from the
+// consuming goroutine (flush, commit, begin: consuming waits meanwhile);
+// the run then ends once the last transactions are committed. --linger
+// sets the producers' linger (franz-go's default 10 ms; the connector's
+// sink uses 5 ms).
 //
 // Like the connector's source, it reads committed records only and splits
 // the partitions over --clients clients (partition p goes to client p mod
 // clients), one goroutine each. On exit it prints one JSON line on stdout:
 // {"records":N,"bytes":B,"first_s":F,"seconds":S}: F from the start to the
-// first record, S from the start to the last.
+// first record, S from the start to the last one read (with --out-topic:
+// acknowledged by the broker).
 package main
 
 import (
@@ -34,6 +53,11 @@ func main() {
 	topic := flag.String("topic", "", "`topic` to read")
 	records := flag.Int64("records", 0, "stop after this many `records`")
 	clients := flag.Int("clients", 1, "parallel consumers, each owning a share of the partitions")
+	var k produceOpts
+	flag.StringVar(&k.out, "out-topic", "", "produce every record to this `topic` (it must exist)")
+	flag.DurationVar(&k.txnInterval, "txn-interval", 0, "with --out-topic: produce in transactions committed this often (0: none)")
+	flag.StringVar(&k.txnID, "txn-id", "bench-k2k-raw", "with --txn-interval: the transactional ids' `prefix`")
+	flag.DurationVar(&k.linger, "linger", 10*time.Millisecond, "with --out-topic: the producers' linger")
 	flag.Parse()
 	if *brokers == "" || *topic == "" || *records <= 0 || *clients <= 0 {
 		fmt.Fprintln(os.Stderr, "raw: --brokers, --topic and a positive --records are required")
@@ -41,12 +65,20 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	res, err := run(ctx, *brokers, *topic, *records, *clients)
+	res, err := run(ctx, *brokers, *topic, k, *records, *clients)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "raw: %v\n", err)
 		os.Exit(1)
 	}
 	_ = json.NewEncoder(os.Stdout).Encode(res)
+}
+
+// produceOpts are the consume-and-produce loop's.
+type produceOpts struct {
+	out         string
+	txnInterval time.Duration
+	txnID       string
+	linger      time.Duration
 }
 
 type result struct {
@@ -56,7 +88,7 @@ type result struct {
 	Seconds float64 `json:"seconds"`
 }
 
-func run(ctx context.Context, brokers, topic string, want int64, clients int) (result, error) {
+func run(ctx context.Context, brokers, topic string, k produceOpts, want int64, clients int) (result, error) {
 	began := time.Now()
 	admin, err := kgo.NewClient(kgo.SeedBrokers(brokers))
 	if err != nil {
@@ -76,7 +108,7 @@ func run(ctx context.Context, brokers, topic string, want int64, clients int) (r
 	})
 
 	var (
-		nrec, nbytes atomic.Int64
+		nrec, nbytes atomic.Int64 // read, or with out: acknowledged
 		done         = make(chan struct{})
 		once         sync.Once
 		end          time.Time
@@ -84,9 +116,10 @@ func run(ctx context.Context, brokers, topic string, want int64, clients int) (r
 		firstErr     atomic.Pointer[error]
 		firstAt      atomic.Int64 // ns since began of the first record
 	)
+	finish := func() { once.Do(func() { end = time.Now(); close(done) }) }
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	for _, parts := range owned {
+	for i, parts := range owned {
 		if len(parts) == 0 {
 			continue
 		}
@@ -100,11 +133,71 @@ func run(ctx context.Context, brokers, topic string, want int64, clients int) (r
 			return result{}, err
 		}
 		defer cl.Close()
+		var prod *kgo.Client
+		if k.out != "" {
+			opts := []kgo.Opt{kgo.SeedBrokers(brokers), kgo.DefaultProduceTopic(k.out),
+				kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.ProducerLinger(k.linger)}
+			if k.txnInterval > 0 {
+				opts = append(opts, kgo.TransactionalID(fmt.Sprintf("%s-%d", k.txnID, i)), kgo.TransactionTimeout(time.Minute))
+			}
+			if prod, err = kgo.NewClient(opts...); err != nil {
+				return result{}, err
+			}
+			defer prod.Close()
+			if k.txnInterval > 0 {
+				if err := prod.BeginTransaction(); err != nil {
+					return result{}, err
+				}
+			}
+		}
+		// commit ends the producer's transaction, and begins the next
+		// unless last. The last commit runs after the run was stopped
+		// (every record acknowledged, or a signal) with a context of its
+		// own.
+		commit := func(last bool) {
+			c := ctx
+			if last {
+				var cancel context.CancelFunc
+				c, cancel = context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+			}
+			if err := prod.Flush(c); err == nil {
+				err = prod.EndTransaction(c, kgo.TryCommit)
+			}
+			if err == nil && !last {
+				err = prod.BeginTransaction()
+			}
+			if err != nil {
+				firstErr.CompareAndSwap(nil, &err)
+				finish()
+			}
+		}
+		acked := func(r *kgo.Record, err error) {
+			if err != nil {
+				firstErr.CompareAndSwap(nil, &err)
+				finish() // the run failed
+				return
+			}
+			nbytes.Add(int64(len(r.Value)))
+			if nrec.Add(1) == want {
+				finish()
+			}
+		}
 		wg.Go(func() {
+			if k.txnInterval > 0 {
+				defer commit(true) // after the last ack (cctx is cancelled then)
+			}
+			txnBegan := time.Now()
 			for cctx.Err() == nil {
-				fs := cl.PollFetches(cctx)
+				pctx, pcancel := cctx, context.CancelFunc(func() {})
+				if k.txnInterval > 0 {
+					// Wake up to commit even when nothing comes.
+					pctx, pcancel = context.WithDeadline(cctx, txnBegan.Add(k.txnInterval))
+				}
+				fs := cl.PollFetches(pctx)
+				pcancel()
 				fs.EachError(func(t string, p int32, err error) {
-					if !errors.Is(err, context.Canceled) {
+					if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
 						firstErr.CompareAndSwap(nil, &err)
 					}
 				})
@@ -112,13 +205,25 @@ func run(ctx context.Context, brokers, topic string, want int64, clients int) (r
 				if !fs.Empty() && firstAt.Load() == 0 {
 					firstAt.CompareAndSwap(0, int64(time.Since(began)))
 				}
+				if prod != nil {
+					// Produce blocks while the producer buffers
+					// its maximum (10,000 records by default).
+					fs.EachRecord(func(rec *kgo.Record) {
+						prod.Produce(ctx, &kgo.Record{Key: rec.Key, Value: rec.Value, Timestamp: rec.Timestamp}, acked)
+					})
+					if k.txnInterval > 0 && time.Since(txnBegan) >= k.txnInterval {
+						commit(false)
+						txnBegan = time.Now()
+					}
+					continue // the last ack ends the run
+				}
 				fs.EachRecord(func(rec *kgo.Record) {
 					r++
 					b += int64(len(rec.Value))
 				})
 				nbytes.Add(b)
 				if nrec.Add(r) >= want {
-					once.Do(func() { end = time.Now(); close(done) })
+					finish()
 					return
 				}
 			}
@@ -130,6 +235,9 @@ func run(ctx context.Context, brokers, topic string, want int64, clients int) (r
 	}
 	cancel()
 	wg.Wait()
+	if k.txnInterval > 0 {
+		end = time.Now() // the last transactions committed
+	}
 	if e := firstErr.Load(); e != nil && ctx.Err() == nil && nrec.Load() < want {
 		return result{}, *e
 	}

@@ -133,7 +133,7 @@ public final class KafkaToFiles {
         }
     }
 
-    private static Map<String, String> parse(String[] args) {
+    static Map<String, String> parse(String[] args) {
         Map<String, String> m = new HashMap<>();
         for (int i = 0; i < args.length; i++) {
             if (!args[i].startsWith("--")) {
@@ -151,7 +151,7 @@ public final class KafkaToFiles {
         return m;
     }
 
-    private static String need(Map<String, String> m, String k) {
+    static String need(Map<String, String> m, String k) {
         String v = m.get(k);
         if (v == null) {
             throw new IllegalArgumentException("--" + k + " is required");
