@@ -63,18 +63,7 @@ func createTopic(t testing.TB, b kafkatest.Brokers, topic string, partitions int
 		defer cancel()
 		_, _ = adm.DeleteTopics(ctx, topic)
 	})
-	for {
-		md, err := adm.Metadata(ctx, topic)
-		if err == nil {
-			if td, ok := md.Topics[topic]; ok && td.Err == nil && int32(len(td.Partitions)) == partitions && allLed(td) {
-				return
-			}
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("topic %s not ready within 30s (last error: %v)", topic, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	kafkatest.WaitTopicReady(t, adm, topic, partitions)
 }
 
 // topicOutput reads an output topic from its start with a consumer of its
