@@ -200,6 +200,9 @@ func newJob(t *testing.T, b kafkatest.Brokers, spec jobSpec) *job {
 		tailed:  map[*proc]bool{},
 	}
 	j.ckptDir = filepath.Join(j.dir, "checkpoints")
+	if keep := os.Getenv("E2E_KEEP"); keep != "" {
+		t.Cleanup(func() { _ = exec.Command("cp", "-r", j.dir, filepath.Join(keep, j.name)).Run() })
+	}
 	j.stateDir = filepath.Join(j.dir, "state")
 	j.outDir = filepath.Join(j.dir, "out")
 	if err := os.MkdirAll(j.outDir, 0o755); err != nil {

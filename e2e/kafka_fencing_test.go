@@ -14,7 +14,15 @@ import (
 // other), while ids keep coming; the second starts once the first has
 // completed two checkpoints.
 //
-// Which one loses, and how:
+// First the second process is refused at start: the sink's progress
+// markers show checkpoints its empty checkpoint dir does not hold, so it
+// stops with exit status 1 naming the progress groups and the possibility
+// of another instance, before it touches any transactional id: the first
+// process is not disturbed (it does not restart).
+//
+// Then a second process that overrides that check
+// (checkpoint.on_unrestorable: fall_back) starts. Which one loses, and
+// how:
 //
 //   - The later process loses the job, by the source's group-commit
 //     instance detection: both read every partition and commit to the
@@ -51,7 +59,18 @@ func TestKafkaSinkTwoProcessesOfOneJobStayExactlyOnce(t *testing.T) {
 	j.waitReady(p, time.Minute)
 	j.waitMetric(p, metricCheckpoints, func(v float64) bool { return v >= 2 }, 50*time.Millisecond, time.Minute)
 
+	refused := j.twin()
+	r := refused.start()
+	refused.requireFailure(r, time.Minute, "the sink shows output of later checkpoints", progressGroupOf(j.name, 0), "another instance of job "+j.name)
+	if n := len(refused.logsOf(msgAbortedOpen, r)); n > 0 {
+		refused.errorf(r, "%s was refused at start and yet aborted %d open transactions of the job", r, n)
+	}
+	if errs := j.restartErrors(p); len(errs) > 0 {
+		j.errorf(p, "%s restarted the job in process %d times while a refused process came and went (first: %s), want none", p, len(errs), errs[0])
+	}
+
 	tw := j.twin()
+	tw.spec.Config["checkpoint"]["on_unrestorable"] = "fall_back"
 	q := tw.start()
 	killed := false
 	if q.wait(90 * time.Second) {
@@ -87,4 +106,10 @@ func TestKafkaSinkTwoProcessesOfOneJobStayExactlyOnce(t *testing.T) {
 	}
 	j.requireExactlyOnce(n, 0, fmt.Sprintf("later_process_stopped=%v fenced_txns=%d earlier_restarts=%d", !killed, fenced, restarts))
 	j.requireGroupAtInputEnd()
+}
+
+// progressGroupOf is the Kafka sink's progress group of a job's writer
+// (sink/kafka: <job>.sink-progress.w<writer>).
+func progressGroupOf(job string, writer int) string {
+	return fmt.Sprintf("%s.sink-progress.w%d", job, writer)
 }
