@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/connector-dev/connector/checkpoint"
@@ -90,6 +91,9 @@ func (w *writer) begin() (*txn, error) {
 	}
 	cl := w.clients[slot]
 	if err := cl.BeginTransaction(); err != nil {
+		if errors.Is(err, kerr.InvalidTransactionTimeout) {
+			return nil, fmt.Errorf("kafka sink writer %d: %w (%w)", w.index, w.s.timeoutTooLong(0), err)
+		}
 		return nil, fmt.Errorf("%w: kafka sink writer %d: begin transaction: %w", sink.ErrLost, w.index, err)
 	}
 	w.busy[slot] = true
