@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -259,19 +260,20 @@ func (g *gate) close() {
 }
 
 // waitNotReadyFor polls /readyz until it answers 503 with a reason that
-// contains why, then requires /api/checkpoints to agree (waitNotReady),
-// and returns the reason. It fails the test when p ends or timeout passes.
-func (j *job) waitNotReadyFor(p *proc, why string, timeout time.Duration) string {
+// contains one of whys, then requires /api/checkpoints to agree
+// (waitNotReady), and returns the reason. It fails the test when p ends or
+// timeout passes.
+func (j *job) waitNotReadyFor(p *proc, timeout time.Duration, whys ...string) string {
 	j.t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
 		code, body, err := p.get("/readyz")
-		if err == nil && code == http.StatusServiceUnavailable && strings.Contains(string(body), why) {
+		if err == nil && code == http.StatusServiceUnavailable && slices.ContainsFunc(whys, func(why string) bool { return strings.Contains(string(body), why) }) {
 			return j.waitNotReady(p, timeout)
 		}
-		j.requireRunning(p, "waiting for /readyz to say not ready: "+why)
+		j.requireRunning(p, fmt.Sprintf("waiting for /readyz to say not ready: %q", whys))
 		if time.Now().After(deadline) {
-			j.fatalf(p, "%s: /readyz did not answer 503 %q within %v (last: HTTP %d %q, %v)", p, why, timeout, code, body, err)
+			j.fatalf(p, "%s: /readyz did not answer 503 %q within %v (last: HTTP %d %q, %v)", p, whys, timeout, code, body, err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

@@ -11,8 +11,10 @@ import (
 // coming; the broker is stopped (SIGTERM, a controlled shutdown) and,
 // once the job's /readyz answers 503 because the source has not heard from
 // the brokers for 15 s, started again on its data. The connector process
-// stays up throughout. The outage outlasts the job's transaction timeout
-// (6 s), so the broker, once back, may abort any transaction that was open
+// stays up throughout. (The job may be restarting then instead, "not
+// running": a transaction the outage cut short fails its task, and the
+// restart waits for the broker.) The outage outlasts the job's transaction
+// timeout (6 s), so the broker, once back, may abort any transaction that was open
 // when it stopped, whatever stage it was at (filling, pre-committed, part
 // of a completed checkpoint), before the job gets to end it; what such a
 // transaction held must be written again. After the broker is back the
@@ -42,7 +44,7 @@ func TestKafkaSinkExactlyOnceAcrossABrokerRestart(t *testing.T) {
 
 	stopTight(t)
 	down := time.Now()
-	why := j.waitNotReadyFor(p, "have not answered", 2*time.Minute)
+	why := j.waitNotReadyFor(p, 2*time.Minute, "have not answered", "not running")
 	t.Logf("%s: not ready %v after the broker stopped: %s", p, time.Since(down).Round(time.Millisecond), why)
 	j.requireRunning(p, "while the broker is down")
 	startTightAgain(t)
