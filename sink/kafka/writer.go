@@ -243,18 +243,27 @@ func (w *writer) seal(ctx context.Context, t *txn, id checkpoint.ID) (sink.Commi
 	return c, nil
 }
 
-// abandon aborts t (best effort) and frees its slot.
+// abandon aborts t (best effort) and frees its slot. A client whose abort
+// failed (its producer fenced, the broker gone) may still think itself in
+// the transaction: it is closed, and the slot's next transaction makes a
+// new one (whose initialisation aborts whatever the broker still holds).
 func (w *writer) abandon(ctx context.Context, t *txn) {
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	if err := t.cl.AbortBufferedRecords(actx); err == nil {
-		if err := t.cl.EndTransaction(actx, kgo.TryAbort); err == nil {
-			w.s.stats.aborts.Add(1)
-		}
+	err := t.cl.AbortBufferedRecords(actx)
+	if err == nil {
+		err = t.cl.EndTransaction(actx, kgo.TryAbort)
+	}
+	if err == nil {
+		w.s.stats.aborts.Add(1)
 	}
 	w.mu.Lock()
+	defer w.mu.Unlock()
 	w.busy[t.slot] = false
-	w.mu.Unlock()
+	if err != nil && w.clients[t.slot] == t.cl {
+		w.clients[t.slot] = nil
+		go t.cl.Close()
+	}
 }
 
 func (w *writer) carriedCopy() []sink.Committable {
