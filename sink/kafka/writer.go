@@ -74,31 +74,45 @@ func (w *writer) current() *txn {
 	return w.cur
 }
 
-// begin opens a transaction in a free slot.
+// begin opens a transaction in a free slot. The writer's lock is not held
+// while the slot's client is made and its transaction begun (that may
+// reach the broker, recovering a producer id), so Stats and Committed
+// never wait on the network.
 func (w *writer) begin() (*txn, error) {
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	slot := slices.Index(w.busy, false)
 	if slot < 0 {
+		w.mu.Unlock()
 		return nil, fmt.Errorf("%w: kafka sink writer %d: all %d transactional ids hold open transactions (more failed checkpoints in a row than checkpoint.tolerable_failures?)", sink.ErrLost, w.index, len(w.busy))
 	}
-	if w.clients[slot] == nil {
-		cl, err := w.s.client(w.s.txnID(w.index, slot))
-		if err != nil {
-			return nil, fmt.Errorf("%w: kafka sink writer %d: %w", sink.ErrLost, w.index, err)
-		}
-		w.clients[slot] = cl
-	}
+	w.busy[slot] = true
 	cl := w.clients[slot]
+	w.mu.Unlock()
+	fail := func(err error) (*txn, error) {
+		w.mu.Lock()
+		w.busy[slot] = false
+		w.mu.Unlock()
+		return nil, err
+	}
+	if cl == nil {
+		var err error
+		if cl, err = w.s.client(w.s.txnID(w.index, slot)); err != nil {
+			return fail(fmt.Errorf("%w: kafka sink writer %d: %w", sink.ErrLost, w.index, err))
+		}
+		w.mu.Lock()
+		w.clients[slot] = cl
+		w.mu.Unlock()
+	}
 	if err := cl.BeginTransaction(); err != nil {
 		if errors.Is(err, kerr.InvalidTransactionTimeout) {
-			return nil, fmt.Errorf("kafka sink writer %d: %w (%w)", w.index, w.s.timeoutTooLong(0), err)
+			return fail(fmt.Errorf("kafka sink writer %d: %w (%w)", w.index, w.s.timeoutTooLong(0), err))
 		}
-		return nil, fmt.Errorf("%w: kafka sink writer %d: begin transaction: %w", sink.ErrLost, w.index, err)
+		return fail(fmt.Errorf("%w: kafka sink writer %d: begin transaction: %w", sink.ErrLost, w.index, err))
 	}
-	w.busy[slot] = true
 	t := &txn{id: w.s.txnID(w.index, slot), slot: slot, cl: cl, began: time.Now(), writer: w.index, ranges: map[topicPartition]*prange{}}
+	w.mu.Lock()
 	w.cur = t
+	w.mu.Unlock()
 	t.startAddGroup(w.s)
 	return t, nil
 }
