@@ -44,4 +44,6 @@
 //	              (proves nothing about exactly-once)
 //	E2E_RACE=1    build the connector with -race (much slower)
 //	E2E_SEED=N    seed of the random kill moments, to replay a run
+//	E2E_KEEP=DIR  copy each job's directory (configs, every run's logs,
+//	              checkpoints) to DIR/<job> when its test ends
 package e2e
