@@ -225,23 +225,29 @@ func (s *Sink) Stats() sink.Stats {
 		TransactionsCommitted: s.stats.commits.Load(),
 		TransactionsAborted:   s.stats.aborts.Load(),
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	st.RecordsWritten, st.BytesWritten = s.closed.records, s.closed.bytes
-	for _, w := range s.writers {
-		st.RecordsWritten += w.records.Load()
-		st.BytesWritten += w.bytes.Load()
-	}
 	var oldest time.Time
 	note := func(t *txn) {
 		if t != nil && (oldest.IsZero() || t.began.Before(oldest)) {
 			oldest = t.began
 		}
 	}
+	// The writers' locks are taken only after the sink's is released, so
+	// Stats (every /metrics scrape) never holds both and cannot deadlock
+	// with a writer on its way to the sink's lock (making a slot's client
+	// reads the topic cache).
+	s.mu.Lock()
+	st.RecordsWritten, st.BytesWritten = s.closed.records, s.closed.bytes
+	writers := make([]*writer, 0, len(s.writers))
+	for _, w := range s.writers {
+		st.RecordsWritten += w.records.Load()
+		st.BytesWritten += w.bytes.Load()
+		writers = append(writers, w)
+	}
 	for _, t := range s.open {
 		note(t)
 	}
-	for _, w := range s.writers {
+	s.mu.Unlock()
+	for _, w := range writers {
 		note(w.current())
 	}
 	if !oldest.IsZero() {

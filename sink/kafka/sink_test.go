@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/connector-dev/connector/internal/kafkatest"
+	"github.com/connector-dev/connector/record"
 	"github.com/connector-dev/connector/sink"
 	"github.com/twmb/franz-go/pkg/kadm"
 )
@@ -336,4 +337,61 @@ func TestATransactionTimeoutAboveTheBrokersMaximumIsAConfigFault(t *testing.T) {
 	if !errors.Is(err, sink.ErrInvalidConfig) || !strings.Contains(err.Error(), "sink.transaction_timeout 16m0s") {
 		t.Fatalf("Recover = %v, want an invalid sink config naming sink.transaction_timeout 16m0s", err)
 	}
+}
+
+// TestStatsNeverWaitsOnAWriterOpeningASlot: /metrics calls Stats while
+// writers open transactions in new slots (making a slot's client reads
+// the sink's topic cache under the sink's lock). Stats once held the
+// sink's lock while taking each writer's, and a writer held its own while
+// making the client: a scrape at that moment deadlocked both for good.
+// Now neither holds both; many writers opening slots under a tight loop
+// of Stats must all finish.
+func TestStatsNeverWaitsOnAWriterOpeningASlot(t *testing.T) {
+	b := kafkatest.RealCluster(t)
+	topic := kafkatest.Topic(t, b, 1)
+	s := testSink(t, b, topic, topic, nil)
+	recover_(t, s, nil)
+	stop := make(chan struct{})
+	scraped := make(chan int)
+	go func() {
+		n := 0
+		for {
+			select {
+			case <-stop:
+				scraped <- n
+				return
+			default:
+				s.Stats()
+				n++
+			}
+		}
+	}()
+	done := make(chan error, 1)
+	go func() {
+		for i := range 40 {
+			w, err := s.NewWriter(i)
+			if err == nil {
+				r := record.Record{Topic: "in", Value: []byte(`{"id":1}`)}
+				err = w.Write(ctx, &r)
+			}
+			if err == nil {
+				err = w.Close()
+			}
+			if err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("40 writers did not open and close a transaction within 60 s while Stats ran: deadlocked")
+	}
+	close(stop)
+	t.Logf("Stats ran %d times meanwhile", <-scraped)
 }
