@@ -38,7 +38,7 @@ var (
 
 func kindColor(kind string) color.Color {
 	switch kind {
-	case "raw":
+	case "raw", "pgcopy":
 		return grey
 	case "flink":
 		return orange
