@@ -40,7 +40,7 @@ func kindColor(kind string) color.Color {
 	switch kind {
 	case "raw", "pgcopy":
 		return grey
-	case "flink":
+	case "flink", "kconnect":
 		return orange
 	case "connector":
 		return blue

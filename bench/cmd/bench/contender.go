@@ -186,6 +186,26 @@ func (b *bench) launch(s spec, dir string, restore bool, logName string) (*proc,
 		args := append([]string{"bash", "-c", pgCopyScript, "pg-copy"}, s.copyFiles...)
 		p, err := start(s.name, logPath, []string{"BENCH_PSQL=" + b.o.psql, "BENCH_PG_DSN=" + b.o.pgDSN}, args...)
 		return p, "", err
+	case "kconnect":
+		if b.o.kconnectCP == "" || b.o.kconnectPlugins == "" {
+			return nil, "", fmt.Errorf("no --kconnect-classpath or --kconnect-plugins (bench/run sets them)")
+		}
+		files, err := kconnectFiles(s, dir, b.o.brokers, b.o.kconnectPlugins, b.o.pgDSN)
+		if err != nil {
+			return nil, "", err
+		}
+		if err := os.MkdirAll(filepath.Join(dir, "data"), 0o755); err != nil {
+			return nil, "", err
+		}
+		for name, text := range files {
+			if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o600); err != nil {
+				return nil, "", err
+			}
+		}
+		p, err := start(s.name, logPath, nil, b.o.java, "-Xmx1g", "-Dlog4j2.configurationFile="+filepath.Join(dir, "log4j2.properties"),
+			"-cp", b.o.kconnectCP, "org.apache.kafka.connect.cli.ConnectStandalone",
+			filepath.Join(dir, "worker.properties"), filepath.Join(dir, "sink.properties"))
+		return p, "", err
 	case "connector":
 		addr, err := freeAddr()
 		if err != nil {

@@ -37,7 +37,7 @@ var experimentNames = []string{
 	"raw", "connector-eo", "connector-alo", "connector-off", "connector-dedup", "flink",
 	"recovery", "scaling-p", "scaling-state",
 	"raw-k2k", "connector-k2k", "flink-k2k", "raw-k2k-txn",
-	"pg-copy", "connector-pg", "connector-pg-upsert",
+	"pg-copy", "connector-pg", "connector-pg-upsert", "kconnect-jdbc",
 }
 
 // k2kNames are the Kafka-to-Kafka experiments: a drain of each topic of
@@ -78,6 +78,11 @@ type options struct {
 	pgPID     int
 	psql      string
 	pgRecords []int64
+	// kconnect-jdbc (pg.go): Kafka Connect's class path (Kafka's runtime
+	// jars and the bench's transform) and its plugin.path (the Debezium
+	// JDBC sink connector).
+	kconnectCP      string
+	kconnectPlugins string
 }
 
 func main() {
@@ -111,7 +116,9 @@ func main() {
 	flag.StringVar(&o.pgDSN, "pg-dsn", os.Getenv("BENCH_PG_DSN"), "PostgreSQL experiments: the server's `DSN` (a superuser's; default $BENCH_PG_DSN)")
 	flag.IntVar(&o.pgPID, "pg-pid", 0, "PostgreSQL experiments: the `pid` of the server's postmaster, to measure the database's CPU")
 	flag.StringVar(&o.psql, "psql", "psql", "PostgreSQL experiments: the `psql` command of pg-copy")
-	pgRecords := flag.String("pg-records", "1000000,10000000", "PostgreSQL experiments: rows of each drain (a topic each)")
+	flag.StringVar(&o.kconnectCP, "kconnect-classpath", "", "kconnect-jdbc: class `path` of the Kafka Connect worker (Kafka's jars and bench/kconnect's transform)")
+	flag.StringVar(&o.kconnectPlugins, "kconnect-plugins", "", "kconnect-jdbc: the worker's plugin.path (`dir` holding the Debezium JDBC sink connector)")
+	pgRecords := flag.String("pg-records", "5000000", "PostgreSQL experiments: rows of each drain (a topic each)")
 	from := flag.String("from", "", "run nothing: report the results.json `file` of an earlier run again")
 	flag.Parse()
 
@@ -134,7 +141,7 @@ func main() {
 			o.latencyDuration = 10 * time.Second
 		}
 		if !set["pg-records"] {
-			*pgRecords = "100000,1000000"
+			*pgRecords = "200000"
 		}
 	}
 	o.repeat = max(1, o.repeat)

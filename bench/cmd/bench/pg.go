@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,11 +24,22 @@ import (
 //     the parallelism, each file in one transaction;
 //   - connector-pg: the connector's postgres sink, mode insert, exactly-once
 //     checkpoints every second;
-//   - connector-pg-upsert: the same with mode upsert, key [id].
+//   - connector-pg-upsert: the same with mode upsert, key [id];
+//   - kconnect-jdbc, a reference: Kafka Connect (a standalone worker of the
+//     Kafka release the bench runs against) with Debezium's JDBC sink
+//     connector, insert mode, as many tasks as the parallelism, at least
+//     once (Kafka Connect commits the consumer offsets after the rows, so
+//     a crash writes some rows again: with a primary key the task fails on
+//     them). Confluent's JDBC sink, the usual reference, is not on Maven
+//     Central; Debezium's is. A JDBC sink needs a value with a schema, and
+//     the rows topic is schemaless JSON: bench/kconnect/RowStruct.java, a
+//     transform, gives each value the table's schema.
 //
 // A drain ends when every row is visible: for the connector, once it has
-// written every record, the bench asks the table for the last record of
-// each partition (an index lookup). Each partition's records all go to one
+// written every record (for Kafka Connect, which has no such metric, from
+// its first row on), the bench asks the table for the last record of
+// each partition (an index lookup); for Kafka Connect the count of the
+// whole table then confirms it (its tasks' batches mix partitions). Each partition's records all go to one
 // worker (the load's keys hash to worker i mod P for P = 1, 2, 4; records
 // of partition p share i mod 8), whose transactions commit in order: its
 // last record visible, all of it is. psql: when every psql has exited.
@@ -43,7 +55,7 @@ const pgPrefix = "bench-pg"
 
 // pgNames are the PostgreSQL experiments, in the order they take turns.
 // They run only when --only names them (they need a PostgreSQL server).
-var pgNames = []string{"pg-copy", "connector-pg", "connector-pg-upsert"}
+var pgNames = []string{"pg-copy", "connector-pg", "connector-pg-upsert", "kconnect-jdbc"}
 
 // pgTable is the table every run writes; dropped and created before each.
 const pgTable = "bench_rows"
@@ -113,6 +125,7 @@ func (b *bench) runPG() error {
 		"pg-copy":             fmt.Sprintf("psql \\copy from files (%d sessions)", o.parallelism),
 		"connector-pg":        "connector insert, exactly-once 1s",
 		"connector-pg-upsert": "connector upsert (key id), exactly-once 1s",
+		"kconnect-jdbc":       "Kafka Connect + Debezium JDBC sink (insert), at-least-once",
 	}
 	var topics []string
 	defer func() {
@@ -147,6 +160,8 @@ func (b *bench) runPG() error {
 				s.kind, s.pgMode = "connector", "insert"
 			case "connector-pg-upsert":
 				s.kind, s.pgMode = "connector", "upsert"
+			case "kconnect-jdbc":
+				s.kind, s.pgMode = "kconnect", "insert"
 			}
 			specs = append(specs, s)
 		}
@@ -265,7 +280,15 @@ func (b *bench) pgDrain(s spec) *result {
 			r.Err = fmt.Sprintf("exited (%v) before every row was committed; see %s", p.err, filepath.Join(dir, "contender.log"))
 			return r
 		}
-		if written.IsZero() {
+		if s.kind == "kconnect" && written.IsZero() {
+			// No records-out metric: the drain starts at the first row
+			// visible, and the tail check runs from then on.
+			if has, err := b.pgAny(); err == nil && has {
+				first, written = time.Now(), time.Now()
+				cpuFirst, _ = p.sample()
+				busyFirst, brokerFirst, dbFirst = cpuBusy(), pidCPU(b.o.brokerPID), pgCPU(b.o.pgPID)
+			}
+		} else if written.IsZero() {
 			m, err := scrape(addr)
 			if err == nil {
 				out := int64(m["connector_records_out_total"])
@@ -283,6 +306,10 @@ func (b *bench) pgDrain(s spec) *result {
 		}
 		if !written.IsZero() {
 			done, err := b.pgVisible(N, tailIDs, byCount)
+			if err == nil && done && s.kind == "kconnect" && !byCount {
+				byCount = true // confirm with the count of every row
+				done, err = b.pgVisible(N, tailIDs, true)
+			}
 			if err != nil {
 				b.log("%s: %v", s.label, err)
 			} else if done {
@@ -298,7 +325,7 @@ func (b *bench) pgDrain(s spec) *result {
 		first = written
 	}
 	r.Written = written.Sub(first).Seconds()
-	if r.Written > 0 {
+	if r.Written > 0 && s.kind == "connector" {
 		r.WrittenPerS = float64(N) / r.Written
 	}
 	if busyFirst == 0 {
@@ -306,14 +333,25 @@ func (b *bench) pgDrain(s spec) *result {
 	}
 	b.measure(r, p, s, first, end, cpuFirst, final, busyFirst, brokerFirst, busyEnd, brokerEnd)
 	b.pgMeasure(r, dbFirst, dbEnd)
-	if m, err := scrape(addr); err == nil {
-		r.Metrics = m
+	if s.kind == "connector" {
+		if m, err := scrape(addr); err == nil {
+			r.Metrics = m
+		}
 	}
+	// The checkpoints counted are those completed before SIGTERM (not its
+	// final one): the one that made the last rows visible logs its
+	// completion after the commit, so a few ms after the poll that saw
+	// them, at times.
+	stopped := time.Now()
 	if !p.stop(60 * time.Second) {
 		b.log("%s did not stop within 60s after SIGTERM; killed", s.label)
 	}
-	b.checkpointStats(r, connectorCheckpoints(filepath.Join(dir, "contender.log")), end)
-	r.Note = strings.TrimSpace(r.Note + " " + logProblems(filepath.Join(dir, "contender.log")))
+	if s.kind == "connector" {
+		b.checkpointStats(r, connectorCheckpoints(filepath.Join(dir, "contender.log")), stopped)
+		r.Note = strings.TrimSpace(r.Note + " " + logProblems(filepath.Join(dir, "contender.log")))
+	} else {
+		r.Note = strings.TrimSpace(r.Note + " " + kconnectProblems(filepath.Join(dir, "contender.log")))
+	}
 	b.pgVerify(r, s)
 	if !b.o.keep {
 		_ = os.RemoveAll(filepath.Join(dir, "data"))
@@ -337,6 +375,19 @@ func (b *bench) pgVisible(n, tail int64, byCount bool) (bool, error) {
 	}
 	err = conn.QueryRow(ctx, "SELECT count(*) FROM "+pgTable+" WHERE id >= $1", n-tail).Scan(&got)
 	return got >= tail, err
+}
+
+// pgAny reports whether the table holds a row.
+func (b *bench) pgAny() (bool, error) {
+	conn, err := b.pg()
+	if err != nil {
+		return false, err
+	}
+	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
+	defer cancel()
+	var has bool
+	err = conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM "+pgTable+")").Scan(&has)
+	return has, err
 }
 
 // pgMeasure adds the database's CPU during the drain, which measure
@@ -513,3 +564,97 @@ rc=0
 for p in "${pids[@]}"; do wait "$p" || rc=1; done
 exit $rc
 `
+
+// kconnectFiles are the files of a Kafka Connect run in dir: the standalone
+// worker's properties, the sink connector's and log4j2's. The connector's
+// name (and so its consumer group, connect-<name>) is the run dir's: no run
+// resumes another's offsets.
+func kconnectFiles(s spec, dir, brokers, plugins, dsn string) (map[string]string, error) {
+	u, err := url.Parse(dsn)
+	if err != nil || u.Host == "" {
+		return nil, fmt.Errorf("kconnect-jdbc: the DSN is no URL: %v", err)
+	}
+	pass, _ := u.User.Password()
+	name := "bench-jdbc-" + strings.ReplaceAll(filepath.Base(dir), ".", "-")
+	worker := fmt.Sprintf(`# written by bench/cmd/bench for %q
+bootstrap.servers=%s
+key.converter=org.apache.kafka.connect.storage.StringConverter
+value.converter=org.apache.kafka.connect.json.JsonConverter
+value.converter.schemas.enable=false
+offset.storage.file.filename=%s
+offset.flush.interval.ms=1000
+plugin.path=%s
+listeners=http://127.0.0.1:0
+consumer.auto.offset.reset=earliest
+consumer.max.poll.records=%d
+`, s.label, brokers, filepath.Join(dir, "data", "offsets"), plugins, kconnectBatch)
+	sink := fmt.Sprintf(`# written by bench/cmd/bench for %q
+name=%s
+connector.class=io.debezium.connector.jdbc.JdbcSinkConnector
+tasks.max=%d
+topics=%s
+connection.url=jdbc:postgresql://%s%s?reWriteBatchedInserts=true
+connection.username=%s
+connection.password=%s
+insert.mode=%s
+primary.key.mode=none
+schema.evolution=none
+table.name.format=%s
+batch.size=%d
+transforms=row
+transforms.row.type=dev.connector.bench.RowStruct
+`, s.label, name, s.parallelism, s.topic.Name, u.Host, u.Path, u.User.Username(), pass, s.pgMode, pgTable, kconnectBatch)
+	log4j := `rootLogger.level=INFO
+rootLogger.appenderRef.stdout.ref=STDOUT
+appender.stdout.type=Console
+appender.stdout.name=STDOUT
+appender.stdout.layout.type=PatternLayout
+appender.stdout.layout.pattern=[%d] %p %m (%c)%n
+logger.kafka.name=org.apache.kafka
+logger.kafka.level=WARN
+`
+	return map[string]string{"worker.properties": worker, "sink.properties": sink, "log4j2.properties": log4j}, nil
+}
+
+// kconnectBatch is the Kafka Connect consumer's max.poll.records and the
+// JDBC sink's batch.size (defaults 500 both): the rows of a batch go in
+// one multi-row INSERT (reWriteBatchedInserts) and one transaction.
+const kconnectBatch = 5000
+
+// kconnectProblems summarises the ERROR and WARN lines of a Kafka Connect
+// log (by their text up to the first digit: ids and offsets vary), "" if
+// none.
+func kconnectProblems(path string) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	counts := map[string]int{}
+	var order []string
+	for line := range bytes.SplitSeq(data, []byte("\n")) {
+		var msg string
+		for _, level := range []string{"] ERROR ", "] WARN "} {
+			if i := bytes.Index(line, []byte(level)); i >= 0 {
+				msg = strings.TrimSpace(string(line[i+2:]))
+			}
+		}
+		if msg == "" || strings.Contains(msg, "deprecated config") || strings.Contains(msg, "ServiceLoader manifests") {
+			continue
+		}
+		if i := strings.IndexAny(msg, "0123456789"); i > 0 {
+			msg = msg[:i]
+		}
+		if len(msg) > 120 {
+			msg = msg[:120]
+		}
+		if counts[msg] == 0 {
+			order = append(order, msg)
+		}
+		counts[msg]++
+	}
+	var out []string
+	for _, m := range order {
+		out = append(out, fmt.Sprintf("log: %dx %q", counts[m], m))
+	}
+	return strings.Join(out, "; ")
+}

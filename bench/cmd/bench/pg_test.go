@@ -100,3 +100,49 @@ func TestPGCPUCountsTheProcessAndItsChildren(t *testing.T) {
 		t.Error("pgCPU(0) is not 0")
 	}
 }
+
+// TestKconnectFilesNameTheRunAndTheTable: the Kafka Connect run writes into
+// the bench's table with the DSN's host, database and credentials, as many
+// tasks as the parallelism, under a connector name (consumer group) of its
+// own run.
+func TestKconnectFilesNameTheRunAndTheTable(t *testing.T) {
+	s := spec{label: "kc", kind: "kconnect", pgMode: "insert", parallelism: 2,
+		topic: topic{Name: "bench-pg-rows-v1-100b-100000", Records: 100000, Size: 100}}
+	dir := filepath.Join(t.TempDir(), "kconnect-jdbc-x-p2-123456.789")
+	files, err := kconnectFiles(s, dir, "127.0.0.1:9092", "/plugins", "postgres://u:secret@127.0.0.1:35532/db?sslmode=disable")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink, worker := files["sink.properties"], files["worker.properties"]
+	for _, want := range []string{"name=bench-jdbc-kconnect-jdbc-x-p2-123456-789\n", "tasks.max=2\n",
+		"topics=bench-pg-rows-v1-100b-100000\n", "connection.url=jdbc:postgresql://127.0.0.1:35532/db?reWriteBatchedInserts=true\n",
+		"connection.username=u\n", "connection.password=secret\n", "insert.mode=insert\n", "table.name.format=" + pgTable + "\n",
+		"transforms.row.type=dev.connector.bench.RowStruct\n"} {
+		if !strings.Contains(sink, want) {
+			t.Errorf("sink.properties lacks %q:\n%s", want, sink)
+		}
+	}
+	for _, want := range []string{"bootstrap.servers=127.0.0.1:9092\n", "plugin.path=/plugins\n",
+		"offset.storage.file.filename=" + filepath.Join(dir, "data", "offsets") + "\n", "value.converter.schemas.enable=false\n"} {
+		if !strings.Contains(worker, want) {
+			t.Errorf("worker.properties lacks %q:\n%s", want, worker)
+		}
+	}
+	if _, err := kconnectFiles(s, dir, "b", "/p", "not a url"); err == nil {
+		t.Error("a DSN that is no URL was taken")
+	}
+}
+
+// TestKconnectProblemsCountsErrorsByText: a Kafka Connect log's ERROR and
+// WARN lines are counted by their text up to the first digit.
+func TestKconnectProblemsCountsErrorsByText(t *testing.T) {
+	got := kconnectProblems(writeLog(t, `[2026-11-30 23:31:01,417] WARN Using deprecated config option "table.name.format". (io.debezium.config.Field)
+[2026-11-30 23:31:02,000] INFO started (x)
+[2026-11-30 23:31:03,000] ERROR WorkerSinkTask{id=bench-jdbc-0} Task threw an uncaught exception (y)
+[2026-11-30 23:31:04,000] ERROR WorkerSinkTask{id=bench-jdbc-1} Task threw an uncaught exception (y)
+`))
+	want := `log: 2x "ERROR WorkerSinkTask{id=bench-jdbc-"`
+	if got != want {
+		t.Errorf("kconnectProblems = %s, want %s", got, want)
+	}
+}

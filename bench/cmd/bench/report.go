@@ -408,6 +408,8 @@ func shortLabel(r *result) string {
 		return "connector insert"
 	case "connector-pg-upsert":
 		return "connector upsert"
+	case "kconnect-jdbc":
+		return "Kafka Connect JDBC"
 	}
 	return r.Label
 }
