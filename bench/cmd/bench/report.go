@@ -196,12 +196,12 @@ func (b *bench) writePG(w *strings.Builder) {
 		ceiling := find(rs, "pg-copy")
 		fmt.Fprintf(w, "### Kafka to PostgreSQL: %s (%s -> table %s: id bigint primary key, u bigint, h bigint, ts timestamptz, pad text)\n\n",
 			strings.TrimPrefix(sec, "pg "), rs[0].Topic.Name, pgTable)
-		fmt.Fprintln(w, "| contender | rows/s | range (runs) | MB/s | x COPY | rows/s written | CPU s / M rows | peak RSS MiB | DB CPU s | DB CPU s / M rows | checkpoints | ckpt p50 ms | ckpt p99 ms | ckpt max ms | commit p99 ms | start-up s | drain s | table | broker CPU s | other CPU s |")
-		fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|--:|--:|")
+		fmt.Fprintln(w, "| contender | rows/s | range (runs) | MB/s | x COPY | rows/s written | CPU s / M rows | rows / CPU s | peak RSS MiB | DB CPU s | DB CPU s / M rows | checkpoints | ckpt p50 ms | ckpt p99 ms | ckpt max ms | commit p99 ms | start-up s | drain s | table | broker CPU s | other CPU s |")
+		fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|--:|--:|")
 		var notes []string
 		for _, r := range rs {
 			if r.Err != "" {
-				fmt.Fprintf(w, "| %s | failed: %s |||||||||||||||||||\n", r.Label, r.Err)
+				fmt.Fprintf(w, "| %s | failed: %s ||||||||||||||||||||\n", r.Label, r.Err)
 				continue
 			}
 			label := r.Label
@@ -216,8 +216,8 @@ func (b *bench) writePG(w *strings.Builder) {
 			if ceiling != nil && ceiling.RecordsPerS > 0 {
 				x = fmt.Sprintf("%.2fx", r.RecordsPerS/ceiling.RecordsPerS)
 			}
-			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
-				label, f0(r.RecordsPerS), spread(r, human), f1(r.MBPerS), x, written, f2(r.CPUPerM), f0(r.PeakRSSMB),
+			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+				label, f0(r.RecordsPerS), spread(r, human), f1(r.MBPerS), x, written, f2(r.CPUPerM), f0(r.RecPerCPU), f0(r.PeakRSSMB),
 				f1(r.DBCPU), f2(r.DBCPUPerM), ckptCount(r), ckpt(r, f0, r.CkptP50), ckpt(r, f0, r.CkptP99), ckpt(r, f0, r.CkptMax),
 				ckpt(r, f0, r.CkptCommitP99), f2(r.Startup), f2(r.Drain), r.Verified, f1(r.BrokerCPU), f1(r.OtherCPU))
 		}
@@ -409,7 +409,7 @@ func shortLabel(r *result) string {
 	case "connector-pg-upsert":
 		return "connector upsert"
 	case "kconnect-jdbc":
-		return "Kafka Connect JDBC"
+		return "Kafka Connect"
 	}
 	return r.Label
 }
@@ -465,9 +465,9 @@ func (b *bench) panels() []panel {
 	add("Kafka to Kafka latency p99, ms", b.in(k2kLatencySection), func(r *result) float64 { return r.LatP99 }, f0, shortLabel)
 	for _, sec := range b.sections("pg drain") {
 		rs := b.in(sec)
-		title := strings.TrimPrefix(sec, "pg drain ")
+		title := strings.Replace(strings.TrimPrefix(sec, "pg drain "), " rows x ", " x ", 1)
 		add("PostgreSQL rows/s, "+title, rs, func(r *result) float64 { return r.RecordsPerS }, human, shortLabel)
-		add("PostgreSQL CPU s per million rows (client + DB), "+title, rs, func(r *result) float64 { return r.CPUPerM + r.DBCPUPerM }, f2, shortLabel)
+		add("PG CPU s / M rows (client + DB), "+title, rs, func(r *result) float64 { return r.CPUPerM + r.DBCPUPerM }, f2, shortLabel)
 	}
 	return ps
 }
