@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -30,9 +32,11 @@ type txn struct {
 	spool *spoolWriter
 	began time.Time
 
-	batch    [][]any      // rows not yet handed to COPY
-	origins  []origin     // where each row's record came from, in COPY order
-	rows     chan [][]any // to the COPY goroutine; closed at pre-commit
+	buf      []byte      // binary COPY rows not yet handed to COPY
+	bufRows  int         // how many rows buf holds
+	origins  []origin    // where each row's record came from, in COPY order
+	chunks   chan []byte // to the COPY goroutine; closed at pre-commit
+	free     chan []byte // chunks the COPY goroutine has read, for reuse
 	copyDone chan struct{}
 	copyErr  error // valid once copyDone is closed
 	broken   bool  // the writer's goroutine's view; see brokenAt
@@ -44,57 +48,95 @@ type txn struct {
 	brokenAt error // why the database no longer holds the rows (nil: it does)
 }
 
-// startCopy runs COPY into table in the background, fed by t.rows.
+// startCopy runs a binary COPY into table in the background, fed by
+// t.chunks: rows the writer encoded (rowEncoder), so the COPY goroutine
+// only copies bytes to the connection.
 func (t *txn) startCopy(ctx context.Context, table pgx.Identifier, columns []string) {
-	t.rows = make(chan [][]any, 2)
+	t.chunks = make(chan []byte, 2)
+	t.free = make(chan []byte, 4)
 	t.copyDone = make(chan struct{})
-	var cur [][]any
-	i := -1
-	src := pgx.CopyFromFunc(func() ([]any, error) {
-		for i+1 >= len(cur) {
-			b, ok := <-t.rows
-			if !ok {
-				return nil, nil
-			}
-			cur, i = b, -1
-		}
-		i++
-		return cur[i], nil
-	})
+	t.buf = append(t.buf[:0], copyHeader...)
+	cols := make([]string, len(columns))
+	for i, c := range columns {
+		cols[i] = pgx.Identifier{c}.Sanitize()
+	}
+	sql := "COPY " + table.Sanitize() + " (" + strings.Join(cols, ", ") + ") FROM STDIN BINARY"
+	src := &chunkReader{chunks: t.chunks, free: t.free}
 	go func() {
 		defer close(t.copyDone)
 		// On a failure CopyFrom returns once its reader, which may be
-		// waiting in src for the next batch, gets one or the close.
-		_, t.copyErr = t.conn.CopyFrom(ctx, table, columns, src)
+		// waiting in src for the next chunk, gets one or the close.
+		_, t.copyErr = t.conn.PgConn().CopyFrom(ctx, src, sql)
 	}()
 }
 
-// send hands the batch to COPY; a transaction whose COPY failed keeps only
-// its spool.
+// send hands the encoded rows to COPY; a transaction whose COPY failed
+// keeps only its spool.
 func (t *txn) send() {
-	if len(t.batch) == 0 {
+	if t.bufRows == 0 {
 		return
 	}
-	if !t.broken {
+	t.flush()
+}
+
+func (t *txn) flush() {
+	if !t.broken && t.chunks != nil {
 		select {
-		case t.rows <- t.batch:
+		case t.chunks <- t.buf:
+			select {
+			case b := <-t.free:
+				t.buf = b[:0]
+			default:
+				t.buf = make([]byte, 0, cap(t.buf))
+			}
 		case <-t.copyDone:
 			t.broken = true
 		}
 	}
-	t.batch = nil
+	t.buf = t.buf[:0]
+	t.bufRows = 0
 }
 
-// endCopy closes the stream and waits for COPY to finish; its error, if
+// endCopy ends the stream and waits for COPY to finish; its error, if
 // any, breaks the transaction.
 func (t *txn) endCopy() error {
-	if t.rows == nil {
+	if t.chunks == nil {
 		return nil
 	}
-	t.send()
-	close(t.rows)
+	t.buf = append(t.buf, copyTrailer...)
+	t.flush()
+	close(t.chunks)
 	<-t.copyDone
 	return t.copyErr
+}
+
+// chunkReader is the COPY stream: the chunks in order, each given back
+// (free) once read.
+type chunkReader struct {
+	chunks <-chan []byte
+	free   chan<- []byte
+	cur    []byte
+	off    int
+}
+
+func (r *chunkReader) Read(p []byte) (int, error) {
+	for r.off >= len(r.cur) {
+		if r.cur != nil {
+			select {
+			case r.free <- r.cur:
+			default:
+			}
+			r.cur = nil
+		}
+		b, ok := <-r.chunks
+		if !ok {
+			return 0, io.EOF
+		}
+		r.cur, r.off = b, 0
+	}
+	n := copy(p, r.cur[r.off:])
+	r.off += n
+	return n, nil
 }
 
 func (t *txn) setBroken(err error) {

@@ -22,9 +22,10 @@ import (
 // completes (the sink commits it) while the next one fills. Each
 // transaction takes a free slot, whose connection it uses.
 type writer struct {
-	s      *Sink
-	index  int
-	fields *transform.FieldsReader
+	s     *Sink
+	index int
+	enc   *rowEncoder
+	row   []byte // a row encoded before its transaction begins
 
 	cur *txn // owned by the writer's goroutine
 
@@ -41,41 +42,48 @@ var (
 )
 
 func newWriter(s *Sink, index int) *writer {
-	return &writer{s: s, index: index, fields: transform.NewFieldsReader(s.plan.fields()),
+	return &writer{s: s, index: index, enc: newRowEncoder(s.plan),
 		conns: make([]*pgx.Conn, s.slots), busy: make([]*txn, s.slots)}
 }
 
 // Write converts r to a row (ErrBadRecord if a field does not fit its
 // column), spools its value and hands the row to COPY in batches.
 func (w *writer) Write(ctx context.Context, r *record.Record) error {
-	row, err := w.row(r)
-	if err != nil {
-		return err
-	}
 	t := w.cur
+	var err error
+	mark := 0 // where the row starts in t.buf
 	if t == nil {
+		// A bad record opens no transaction: encode it first.
+		if w.row, err = w.enc.appendRow(w.row[:0], r); err != nil {
+			return err
+		}
 		if t, err = w.begin(ctx); err != nil {
+			return err
+		}
+		mark = len(t.buf)
+		t.buf = append(t.buf, w.row...)
+	} else {
+		mark = len(t.buf)
+		if t.buf, err = w.enc.appendRow(t.buf, r); err != nil {
 			return err
 		}
 	}
 	if err := t.spool.append(r.Value); err != nil {
+		t.buf = t.buf[:mark]
 		return fmt.Errorf("%w: postgres sink writer %d: %w", sink.ErrLost, w.index, err)
 	}
 	w.s.written.rows.Add(1)
 	w.s.written.bytes.Add(uint64(len(r.Value)))
-	t.batch = append(t.batch, row)
+	t.bufRows++
 	t.origins = append(t.origins, origin{r.Topic, r.Partition, r.Offset})
-	if len(t.batch) >= w.s.cfg.BatchSize {
+	if t.bufRows >= w.s.cfg.BatchSize {
 		t.send()
 	}
 	return nil
 }
 
-// row converts r's fields to the columns' values.
-func (w *writer) row(r *record.Record) ([]any, error) {
-	return rowOf(w.fields, w.s.plan, r)
-}
-
+// rowOf converts r's fields to the columns' values, for pgx's CopyFrom (the
+// rows written again from a spool).
 func rowOf(fields *transform.FieldsReader, p *plan, r *record.Record) ([]any, error) {
 	raws, err := fields.Read(r)
 	if err != nil {
@@ -269,8 +277,8 @@ func (w *writer) release(t *txn) {
 func (w *writer) Close() error {
 	if t := w.cur; t != nil {
 		w.cur = nil
-		if t.rows != nil {
-			t.batch = nil
+		if t.chunks != nil {
+			t.buf, t.bufRows = t.buf[:0], 0
 			_ = t.endCopy()
 		}
 		t.spool.abandon()
