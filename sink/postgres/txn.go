@@ -51,10 +51,15 @@ type txn struct {
 // startCopy runs a binary COPY into table in the background, fed by
 // t.chunks: rows the writer encoded (rowEncoder), so the COPY goroutine
 // only copies bytes to the connection.
-func (t *txn) startCopy(ctx context.Context, table pgx.Identifier, columns []string) {
+func (t *txn) startCopy(ctx context.Context, table pgx.Identifier, columns []string, free chan []byte) {
 	t.chunks = make(chan []byte, 2)
-	t.free = make(chan []byte, 4)
+	t.free = free
 	t.copyDone = make(chan struct{})
+	select {
+	case b := <-free:
+		t.buf = b[:0]
+	default:
+	}
 	t.buf = append(t.buf[:0], copyHeader...)
 	cols := make([]string, len(columns))
 	for i, c := range columns {
@@ -123,7 +128,7 @@ func (r *chunkReader) Read(p []byte) (int, error) {
 	for r.off >= len(r.cur) {
 		if r.cur != nil {
 			select {
-			case r.free <- r.cur:
+			case r.free <- r.cur[:0]:
 			default:
 			}
 			r.cur = nil

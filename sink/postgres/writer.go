@@ -27,6 +27,13 @@ type writer struct {
 	enc   *rowEncoder
 	row   []byte // a row encoded before its transaction begins
 
+	// Reused from transaction to transaction, so a checkpoint's rows do
+	// not cost fresh allocations: the origins slice of a pre-committed
+	// one (given back by its finish, which may run on another goroutine)
+	// and COPY's chunks (given back by the COPY goroutines once read).
+	spareOrigins chan []origin
+	freeChunks   chan []byte
+
 	cur *txn // owned by the writer's goroutine
 
 	mu      sync.Mutex // slots and carried are read by Committed and Stats
@@ -43,6 +50,7 @@ var (
 
 func newWriter(s *Sink, index int) *writer {
 	return &writer{s: s, index: index, enc: newRowEncoder(s.plan),
+		spareOrigins: make(chan []origin, 1), freeChunks: make(chan []byte, 4),
 		conns: make([]*pgx.Conn, s.slots), busy: make([]*txn, s.slots)}
 }
 
@@ -123,6 +131,10 @@ func (w *writer) begin(ctx context.Context) (*txn, error) {
 		return nil, fmt.Errorf("%w: postgres sink writer %d: %w", sink.ErrLost, w.index, err)
 	}
 	t := &txn{slot: slot, spool: sp, began: time.Now()}
+	select {
+	case t.origins = <-w.spareOrigins:
+	default:
+	}
 	if conn, err := w.connect(ctx, slot); err != nil {
 		t.broken = true
 		t.setBroken(err)
@@ -136,7 +148,7 @@ func (w *writer) begin(ctx context.Context) (*txn, error) {
 		if w.s.cfg.Mode == ModeUpsert {
 			target = stageTable
 		}
-		t.startCopy(w.s.ctx, target, w.s.plan.columnNames())
+		t.startCopy(w.s.ctx, target, w.s.plan.columnNames(), w.freeChunks)
 	}
 	w.mu.Lock()
 	w.busy[slot] = t
@@ -214,6 +226,10 @@ func (w *writer) PreCommitAsync(ctx context.Context, id checkpoint.ID) (func() (
 			t.setBroken(err)
 			w.s.log.Warn().Err(err).Int("writer", w.index).Uint64("checkpoint", uint64(id)).
 				Msg("postgres sink: the database lost a transaction before its checkpoint; its rows are written again from the spool at commit")
+		}
+		select {
+		case w.spareOrigins <- t.origins[:0]:
+		default:
 		}
 		t.origins = nil
 		seal, err := t.spool.finish()
