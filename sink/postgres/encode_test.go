@@ -2,9 +2,13 @@ package postgres
 
 import (
 	"bytes"
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/connector-dev/connector/sink"
 )
 
 // TestFastEncodersAgreeWithTheConverters: a fast path takes only what the
@@ -90,5 +94,20 @@ func TestFastPathsTakeTheCommonShapes(t *testing.T) {
 		if _, ok := fastEncoderFor(tc.oid, -1)(nil, []byte(tc.raw)); !ok {
 			t.Errorf("oid %d %s: declined", tc.oid, tc.raw)
 		}
+	}
+}
+
+// TestARowRefusedInALaterCOPYSegmentIsNamed: the rows of a transaction go
+// in several COPY statements; the server's line number is within the
+// statement that failed.
+func TestARowRefusedInALaterCOPYSegmentIsNamed(t *testing.T) {
+	e := newEnv(t, ordersTable, `ALTER TABLE orders ADD CONSTRAINT small CHECK (id < 100000)`)
+	s := e.sink(1, nil)
+	recoverSink(t, s, nil)
+	w := newTestWriter(t, s, 0)
+	write(t, w, 0, 100002)
+	_, err := w.PreCommit(ctx, 1)
+	if !errors.Is(err, sink.ErrLost) || !strings.Contains(err.Error(), "the record at in/0 offset 100000") {
+		t.Fatalf("PreCommit: %v; want ErrLost naming the record", err)
 	}
 }
