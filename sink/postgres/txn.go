@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -30,11 +32,14 @@ type txn struct {
 	spool *spoolWriter
 	began time.Time
 
-	batch    [][]any      // rows not yet handed to COPY
-	origins  []origin     // where each row's record came from, in COPY order
-	rows     chan [][]any // to the COPY goroutine; closed at pre-commit
+	buf      []byte      // binary COPY rows not yet handed to COPY
+	bufRows  int         // how many rows buf holds
+	origins  []origin    // where each row's record came from, in COPY order
+	chunks   chan chunk  // to the COPY goroutine; closed at pre-commit
+	free     chan []byte // chunks the COPY goroutine has read, for reuse
 	copyDone chan struct{}
 	copyErr  error // valid once copyDone is closed
+	copyBase int   // rows before the COPY statement that failed; as copyErr
 	broken   bool  // the writer's goroutine's view; see brokenAt
 
 	// Set at seal, read by Commit.
@@ -44,57 +49,145 @@ type txn struct {
 	brokenAt error // why the database no longer holds the rows (nil: it does)
 }
 
-// startCopy runs COPY into table in the background, fed by t.rows.
-func (t *txn) startCopy(ctx context.Context, table pgx.Identifier, columns []string) {
-	t.rows = make(chan [][]any, 2)
+// copySegment is how many bytes of rows one COPY statement takes before
+// the next one starts, in the same transaction. The end of a COPY waits
+// for the server to work through every row sent, so the data in flight
+// (socket buffers can hold far more than a segment) is drained
+// at each segment's end rather than all at the pre-commit: the pre-commit
+// then waits only for the last segment. The wait at each end costs the
+// server a round trip of idleness per segment.
+const copySegment = 2 << 20
+
+// chunk is encoded rows (binary COPY rows, without header or trailer).
+type chunk struct {
+	b    []byte
+	rows int
+}
+
+// startCopy runs binary COPY statements into table in the background, fed
+// by t.chunks: rows the writer encoded (rowEncoder), so the COPY goroutine
+// only copies bytes to the connection.
+func (t *txn) startCopy(ctx context.Context, table pgx.Identifier, columns []string, free chan []byte) {
+	t.chunks = make(chan chunk, 2)
+	t.free = free
 	t.copyDone = make(chan struct{})
-	var cur [][]any
-	i := -1
-	src := pgx.CopyFromFunc(func() ([]any, error) {
-		for i+1 >= len(cur) {
-			b, ok := <-t.rows
-			if !ok {
-				return nil, nil
-			}
-			cur, i = b, -1
-		}
-		i++
-		return cur[i], nil
-	})
+	select {
+	case b := <-free:
+		t.buf = b[:0]
+	default:
+	}
+	cols := make([]string, len(columns))
+	for i, c := range columns {
+		cols[i] = pgx.Identifier{c}.Sanitize()
+	}
+	sql := "COPY " + table.Sanitize() + " (" + strings.Join(cols, ", ") + ") FROM STDIN BINARY"
+	src := &segmentReader{chunks: t.chunks, free: t.free}
 	go func() {
 		defer close(t.copyDone)
-		// On a failure CopyFrom returns once its reader, which may be
-		// waiting in src for the next batch, gets one or the close.
-		_, t.copyErr = t.conn.CopyFrom(ctx, table, columns, src)
+		for !src.closed {
+			src.start()
+			// On a failure CopyFrom returns once its reader, which may be
+			// waiting in src for the next chunk, gets one or the close.
+			if _, err := t.conn.PgConn().CopyFrom(ctx, src, sql); err != nil {
+				t.copyErr, t.copyBase = err, src.base
+				return
+			}
+		}
 	}()
 }
 
-// send hands the batch to COPY; a transaction whose COPY failed keeps only
-// its spool.
+// send hands the encoded rows to COPY; a transaction whose COPY failed
+// keeps only its spool.
 func (t *txn) send() {
-	if len(t.batch) == 0 {
+	if t.bufRows == 0 {
 		return
 	}
-	if !t.broken {
+	if !t.broken && t.chunks != nil {
 		select {
-		case t.rows <- t.batch:
+		case t.chunks <- chunk{t.buf, t.bufRows}:
+			select {
+			case b := <-t.free:
+				t.buf = b[:0]
+			default:
+				t.buf = make([]byte, 0, cap(t.buf))
+			}
 		case <-t.copyDone:
 			t.broken = true
 		}
 	}
-	t.batch = nil
+	t.buf = t.buf[:0]
+	t.bufRows = 0
 }
 
-// endCopy closes the stream and waits for COPY to finish; its error, if
+// endCopy ends the stream and waits for COPY to finish; its error, if
 // any, breaks the transaction.
 func (t *txn) endCopy() error {
-	if t.rows == nil {
+	if t.chunks == nil {
 		return nil
 	}
 	t.send()
-	close(t.rows)
+	close(t.chunks)
 	<-t.copyDone
 	return t.copyErr
+}
+
+// segmentReader is the data of one COPY statement after another: a
+// header, chunks until copySegment bytes or the close, a trailer; each
+// chunk given back (free) once read.
+type segmentReader struct {
+	chunks <-chan chunk
+	free   chan<- []byte
+	cur    []byte
+	off    int
+	pre    []byte // header or trailer still to read
+	bytes  int    // of rows in this segment
+	base   int    // rows before this segment
+	rows   int    // rows of this segment
+	ending bool   // the trailer is (being) read: EOF after it
+	closed bool   // chunks is closed: no segment after this one
+}
+
+func (r *segmentReader) start() {
+	r.pre, r.ending = copyHeader, false
+	r.base += r.rows
+	r.rows, r.bytes = 0, 0
+}
+
+func (r *segmentReader) Read(p []byte) (int, error) {
+	for {
+		if len(r.pre) > 0 {
+			n := copy(p, r.pre)
+			r.pre = r.pre[n:]
+			return n, nil
+		}
+		if r.off < len(r.cur) {
+			n := copy(p, r.cur[r.off:])
+			r.off += n
+			return n, nil
+		}
+		if r.cur != nil {
+			select {
+			case r.free <- r.cur[:0]:
+			default:
+			}
+			r.cur = nil
+		}
+		if r.ending {
+			return 0, io.EOF
+		}
+		if r.bytes >= copySegment {
+			r.pre, r.ending = copyTrailer, true
+			continue
+		}
+		c, ok := <-r.chunks
+		if !ok {
+			r.pre, r.ending, r.closed = copyTrailer, true, true
+			continue
+		}
+		r.cur, r.off = c.b, 0
+		r.bytes += len(c.b)
+		r.rows += c.rows
+	}
 }
 
 func (t *txn) setBroken(err error) {
@@ -132,6 +225,7 @@ func (t *txn) refused(err error) string {
 		return ""
 	}
 	n, _ := strconv.Atoi(m[1])
+	n += t.copyBase // the line within the COPY statement that failed
 	if n < 1 || n > len(t.origins) {
 		return ""
 	}

@@ -22,9 +22,17 @@ import (
 // completes (the sink commits it) while the next one fills. Each
 // transaction takes a free slot, whose connection it uses.
 type writer struct {
-	s      *Sink
-	index  int
-	fields *transform.FieldsReader
+	s     *Sink
+	index int
+	enc   *rowEncoder
+	row   []byte // a row encoded before its transaction begins
+
+	// Reused from transaction to transaction, so a checkpoint's rows do
+	// not cost fresh allocations: the origins slice of a pre-committed
+	// one (given back by its finish, which may run on another goroutine)
+	// and COPY's chunks (given back by the COPY goroutines once read).
+	spareOrigins chan []origin
+	freeChunks   chan []byte
 
 	cur *txn // owned by the writer's goroutine
 
@@ -41,41 +49,49 @@ var (
 )
 
 func newWriter(s *Sink, index int) *writer {
-	return &writer{s: s, index: index, fields: transform.NewFieldsReader(s.plan.fields()),
+	return &writer{s: s, index: index, enc: newRowEncoder(s.plan),
+		spareOrigins: make(chan []origin, 1), freeChunks: make(chan []byte, 4),
 		conns: make([]*pgx.Conn, s.slots), busy: make([]*txn, s.slots)}
 }
 
 // Write converts r to a row (ErrBadRecord if a field does not fit its
 // column), spools its value and hands the row to COPY in batches.
 func (w *writer) Write(ctx context.Context, r *record.Record) error {
-	row, err := w.row(r)
-	if err != nil {
-		return err
-	}
 	t := w.cur
+	var err error
+	mark := 0 // where the row starts in t.buf
 	if t == nil {
+		// A bad record opens no transaction: encode it first.
+		if w.row, err = w.enc.appendRow(w.row[:0], r); err != nil {
+			return err
+		}
 		if t, err = w.begin(ctx); err != nil {
+			return err
+		}
+		mark = len(t.buf)
+		t.buf = append(t.buf, w.row...)
+	} else {
+		mark = len(t.buf)
+		if t.buf, err = w.enc.appendRow(t.buf, r); err != nil {
 			return err
 		}
 	}
 	if err := t.spool.append(r.Value); err != nil {
+		t.buf = t.buf[:mark]
 		return fmt.Errorf("%w: postgres sink writer %d: %w", sink.ErrLost, w.index, err)
 	}
 	w.s.written.rows.Add(1)
 	w.s.written.bytes.Add(uint64(len(r.Value)))
-	t.batch = append(t.batch, row)
+	t.bufRows++
 	t.origins = append(t.origins, origin{r.Topic, r.Partition, r.Offset})
-	if len(t.batch) >= w.s.cfg.BatchSize {
+	if t.bufRows >= w.s.cfg.BatchSize {
 		t.send()
 	}
 	return nil
 }
 
-// row converts r's fields to the columns' values.
-func (w *writer) row(r *record.Record) ([]any, error) {
-	return rowOf(w.fields, w.s.plan, r)
-}
-
+// rowOf converts r's fields to the columns' values, for pgx's CopyFrom (the
+// rows written again from a spool).
 func rowOf(fields *transform.FieldsReader, p *plan, r *record.Record) ([]any, error) {
 	raws, err := fields.Read(r)
 	if err != nil {
@@ -115,6 +131,10 @@ func (w *writer) begin(ctx context.Context) (*txn, error) {
 		return nil, fmt.Errorf("%w: postgres sink writer %d: %w", sink.ErrLost, w.index, err)
 	}
 	t := &txn{slot: slot, spool: sp, began: time.Now()}
+	select {
+	case t.origins = <-w.spareOrigins:
+	default:
+	}
 	if conn, err := w.connect(ctx, slot); err != nil {
 		t.broken = true
 		t.setBroken(err)
@@ -128,7 +148,7 @@ func (w *writer) begin(ctx context.Context) (*txn, error) {
 		if w.s.cfg.Mode == ModeUpsert {
 			target = stageTable
 		}
-		t.startCopy(w.s.ctx, target, w.s.plan.columnNames())
+		t.startCopy(w.s.ctx, target, w.s.plan.columnNames(), w.freeChunks)
 	}
 	w.mu.Lock()
 	w.busy[slot] = t
@@ -207,6 +227,10 @@ func (w *writer) PreCommitAsync(ctx context.Context, id checkpoint.ID) (func() (
 			w.s.log.Warn().Err(err).Int("writer", w.index).Uint64("checkpoint", uint64(id)).
 				Msg("postgres sink: the database lost a transaction before its checkpoint; its rows are written again from the spool at commit")
 		}
+		select {
+		case w.spareOrigins <- t.origins[:0]:
+		default:
+		}
 		t.origins = nil
 		seal, err := t.spool.finish()
 		if err != nil {
@@ -269,8 +293,8 @@ func (w *writer) release(t *txn) {
 func (w *writer) Close() error {
 	if t := w.cur; t != nil {
 		w.cur = nil
-		if t.rows != nil {
-			t.batch = nil
+		if t.chunks != nil {
+			t.buf, t.bufRows = t.buf[:0], 0
 			_ = t.endCopy()
 		}
 		t.spool.abandon()

@@ -38,9 +38,9 @@ var (
 
 func kindColor(kind string) color.Color {
 	switch kind {
-	case "raw":
+	case "raw", "pgcopy":
 		return grey
-	case "flink":
+	case "flink", "kconnect":
 		return orange
 	case "connector":
 		return blue

@@ -36,6 +36,11 @@ type spec struct {
 	k2k      bool
 	outTopic string
 	txn      bool // raw-k2k-txn: the raw loop commits a transaction every interval
+	// pg: Kafka to PostgreSQL (pg.go); pgMode is the connector's sink
+	// mode (insert | upsert), copyFiles pg-copy's input.
+	pg        bool
+	pgMode    string
+	copyFiles []string
 }
 
 // result is what one run measured.
@@ -66,6 +71,10 @@ type result struct {
 	// the rest of the machine's (other processes), to tell a disturbed run.
 	BrokerCPU float64 `json:"broker_cpu_s"`
 	OtherCPU  float64 `json:"other_cpu_s"`
+	// DBCPU is the PostgreSQL instance's CPU time during Drain (pg.go);
+	// OtherCPU then leaves it out.
+	DBCPU     float64 `json:"db_cpu_s,omitempty"`
+	DBCPUPerM float64 `json:"db_cpu_s_per_million,omitempty"`
 
 	Checkpoints int     `json:"checkpoints,omitempty"` // completed during Drain
 	CkptP50     float64 `json:"ckpt_p50_ms,omitempty"`
@@ -173,10 +182,38 @@ func (b *bench) launch(s spec, dir string, restore bool, logName string) (*proc,
 		}
 		p, err := start(s.name, logPath, nil, args...)
 		return p, "", err
+	case "pgcopy":
+		args := append([]string{"bash", "-c", pgCopyScript, "pg-copy"}, s.copyFiles...)
+		p, err := start(s.name, logPath, []string{"BENCH_PSQL=" + b.o.psql, "BENCH_PG_DSN=" + b.o.pgDSN}, args...)
+		return p, "", err
+	case "kconnect":
+		if b.o.kconnectCP == "" || b.o.kconnectPlugins == "" {
+			return nil, "", fmt.Errorf("no --kconnect-classpath or --kconnect-plugins (bench/run sets them)")
+		}
+		files, err := kconnectFiles(s, dir, b.o.brokers, b.o.kconnectPlugins, b.o.pgDSN)
+		if err != nil {
+			return nil, "", err
+		}
+		if err := os.MkdirAll(filepath.Join(dir, "data"), 0o755); err != nil {
+			return nil, "", err
+		}
+		for name, text := range files {
+			if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o600); err != nil {
+				return nil, "", err
+			}
+		}
+		p, err := start(s.name, logPath, nil, b.o.java, "-Xmx1g", "-Dlog4j2.configurationFile="+filepath.Join(dir, "log4j2.properties"),
+			"-cp", b.o.kconnectCP, "org.apache.kafka.connect.cli.ConnectStandalone",
+			filepath.Join(dir, "worker.properties"), filepath.Join(dir, "sink.properties"))
+		return p, "", err
 	case "connector":
 		addr, err := freeAddr()
 		if err != nil {
 			return nil, "", err
+		}
+		var env []string
+		if s.pg {
+			env = []string{"BENCH_PG_DSN=" + b.o.pgDSN}
 		}
 		cfg := filepath.Join(dir, "config.yaml")
 		if !restore {
@@ -186,7 +223,7 @@ func (b *bench) launch(s spec, dir string, restore bool, logName string) (*proc,
 		} else if err := rewriteAddr(cfg, addr); err != nil {
 			return nil, "", err
 		}
-		p, err := start(s.name, logPath, nil, filepath.Join(b.o.bin, "connector"), "run", "--config", cfg)
+		p, err := start(s.name, logPath, env, filepath.Join(b.o.bin, "connector"), "run", "--config", cfg)
 		return p, addr, err
 	case "flink":
 		if b.o.flinkCP == "" {
@@ -239,6 +276,9 @@ func connectorConfig(s spec, dir, addr string) string {
 		// compression, a 10m transaction timeout (the broker's maximum
 		// is 15 min by default).
 		sink = fmt.Sprintf("type: kafka\n  topic: %s", s.outTopic)
+	}
+	if s.pg {
+		sink = pgSinkConfig(s, dir)
 	}
 	return fmt.Sprintf(`# written by bench/cmd/bench for %q
 name: %s
@@ -331,11 +371,23 @@ func filepathWalkAll(dir string, total *int64) error {
 // for a quiet machine. ok is false if the directory could not be made (the
 // result says why).
 func (b *bench) begin(s spec) (dir string, r *result, ok bool) {
+	return b.beginWith(s, nil)
+}
+
+// beginWith is begin with prepare, if set, run before the wait for a quiet
+// machine (so that the wait also lets what it started settle).
+func (b *bench) beginWith(s spec, prepare func() error) (dir string, r *result, ok bool) {
 	dir, err := b.runDir(s)
 	r = newResult(s, dir)
 	if err != nil {
 		r.Err = err.Error()
 		return dir, r, false
+	}
+	if prepare != nil {
+		if err := prepare(); err != nil {
+			r.Err = err.Error()
+			return dir, r, false
+		}
 	}
 	b.waitQuiet()
 	b.log("%s / %s: starting (%s, parallelism %d)", s.section, s.label, s.topic.Name, s.parallelism)
@@ -346,6 +398,9 @@ func (b *bench) begin(s spec) (dir string, r *result, ok bool) {
 func (b *bench) drain(s spec) *result {
 	if s.k2k {
 		return b.k2kDrain(s)
+	}
+	if s.pg {
+		return b.pgDrain(s)
 	}
 	dir, r, ok := b.begin(s)
 	if !ok {

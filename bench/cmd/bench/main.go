@@ -37,6 +37,7 @@ var experimentNames = []string{
 	"raw", "connector-eo", "connector-alo", "connector-off", "connector-dedup", "flink",
 	"recovery", "scaling-p", "scaling-state",
 	"raw-k2k", "connector-k2k", "flink-k2k", "raw-k2k-txn",
+	"pg-copy", "connector-pg", "connector-pg-upsert", "kconnect-jdbc",
 }
 
 // k2kNames are the Kafka-to-Kafka experiments: a drain of each topic of
@@ -71,6 +72,17 @@ type options struct {
 	latencyDuration time.Duration
 	latencyWarmup   time.Duration
 	noLatency       bool
+	// Kafka to PostgreSQL (pg.go): the server, its postmaster's pid (for
+	// its CPU time), psql, and the rows of each drain.
+	pgDSN     string
+	pgPID     int
+	psql      string
+	pgRecords []int64
+	// kconnect-jdbc (pg.go): Kafka Connect's class path (Kafka's runtime
+	// jars and the bench's transform) and its plugin.path (the Debezium
+	// JDBC sink connector).
+	kconnectCP      string
+	kconnectPlugins string
 }
 
 func main() {
@@ -101,6 +113,12 @@ func main() {
 	flag.DurationVar(&o.latencyDuration, "latency-duration", 30*time.Second, "k2k latency runs: how long the measured records are produced")
 	flag.DurationVar(&o.latencyWarmup, "latency-warmup", 5*time.Second, "k2k latency runs: records produced in this long after the contender's first output are not measured")
 	flag.BoolVar(&o.noLatency, "no-latency", false, "k2k: run the drains only, not the latency runs")
+	flag.StringVar(&o.pgDSN, "pg-dsn", os.Getenv("BENCH_PG_DSN"), "PostgreSQL experiments: the server's `DSN` (a superuser's; default $BENCH_PG_DSN)")
+	flag.IntVar(&o.pgPID, "pg-pid", 0, "PostgreSQL experiments: the `pid` of the server's postmaster, to measure the database's CPU")
+	flag.StringVar(&o.psql, "psql", "psql", "PostgreSQL experiments: the `psql` command of pg-copy")
+	flag.StringVar(&o.kconnectCP, "kconnect-classpath", "", "kconnect-jdbc: class `path` of the Kafka Connect worker (Kafka's jars and bench/kconnect's transform)")
+	flag.StringVar(&o.kconnectPlugins, "kconnect-plugins", "", "kconnect-jdbc: the worker's plugin.path (`dir` holding the Debezium JDBC sink connector)")
+	pgRecords := flag.String("pg-records", "5000000", "PostgreSQL experiments: rows of each drain (a topic each)")
 	from := flag.String("from", "", "run nothing: report the results.json `file` of an earlier run again")
 	flag.Parse()
 
@@ -121,6 +139,9 @@ func main() {
 		}
 		if !set["latency-duration"] {
 			o.latencyDuration = 10 * time.Second
+		}
+		if !set["pg-records"] {
+			*pgRecords = "200000"
 		}
 	}
 	o.repeat = max(1, o.repeat)
@@ -161,6 +182,13 @@ func main() {
 	if o.scalingP, err = ints(scalingP); err != nil {
 		fatal(fmt.Errorf("--scaling-parallelism: %w", err))
 	}
+	pgRows, err := ints(*pgRecords)
+	if err != nil {
+		fatal(fmt.Errorf("--pg-records: %w", err))
+	}
+	for _, n := range pgRows {
+		o.pgRecords = append(o.pgRecords, int64(n))
+	}
 	for _, d := range []*string{&o.bin, &o.work, &o.out} {
 		if *d, err = filepath.Abs(*d); err != nil {
 			fatal(err)
@@ -199,8 +227,8 @@ func ints(s string) ([]int, error) {
 }
 
 func (o *options) wants(name string) bool {
-	if name == "raw-k2k-txn" {
-		return o.only[name]
+	if name == "raw-k2k-txn" || slices.Contains(pgNames, name) {
+		return o.only[name] // only when named
 	}
 	return len(o.only) == 0 || o.only[name]
 }
@@ -220,6 +248,7 @@ type bench struct {
 	began   time.Time
 	results []*result
 	k2kState
+	pgState
 }
 
 func (b *bench) log(format string, args ...any) {
@@ -229,8 +258,13 @@ func (b *bench) log(format string, args ...any) {
 // load makes sure the topic of n records of size bytes exists (DIR/load);
 // its name starts with prefix.
 func (b *bench) load(n int64, size int, prefix string) (topic, error) {
+	return b.loadLayout(n, size, prefix, "orders")
+}
+
+// loadLayout is load with the values of layout (bench/cmd/load --layout).
+func (b *bench) loadLayout(n int64, size int, prefix, layout string) (topic, error) {
 	cmd := exec.CommandContext(b.ctx, filepath.Join(b.o.bin, "load"), "--brokers", b.o.brokers,
-		"--records", strconv.FormatInt(n, 10), "--size", strconv.Itoa(size), "--prefix", prefix)
+		"--records", strconv.FormatInt(n, 10), "--size", strconv.Itoa(size), "--prefix", prefix, "--layout", layout)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
 	if err != nil {
@@ -310,6 +344,9 @@ func (b *bench) run() error {
 	}
 
 	if err := b.runK2K(); err != nil {
+		return err
+	}
+	if err := b.runPG(); err != nil {
 		return err
 	}
 

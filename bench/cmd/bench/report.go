@@ -185,7 +185,50 @@ func (b *bench) writeMarkdown(w *strings.Builder) {
 		fmt.Fprintln(w)
 	}
 	b.writeK2K(w)
+	b.writePG(w)
 	b.writeTargets(w)
+}
+
+// writePG writes the Kafka-to-PostgreSQL tables (pg.go).
+func (b *bench) writePG(w *strings.Builder) {
+	for _, sec := range b.sections("pg drain") {
+		rs := b.in(sec)
+		ceiling := find(rs, "pg-copy")
+		fmt.Fprintf(w, "### Kafka to PostgreSQL: %s (%s -> table %s: id bigint primary key, u bigint, h bigint, ts timestamptz, pad text)\n\n",
+			strings.TrimPrefix(sec, "pg "), rs[0].Topic.Name, pgTable)
+		fmt.Fprintln(w, "| contender | rows/s | range (runs) | MB/s | x COPY | rows/s written | CPU s / M rows | rows / CPU s | peak RSS MiB | DB CPU s | DB CPU s / M rows | checkpoints | ckpt p50 ms | ckpt p99 ms | ckpt max ms | commit p99 ms | start-up s | drain s | table | broker CPU s | other CPU s |")
+		fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|--:|--:|")
+		var notes []string
+		for _, r := range rs {
+			if r.Err != "" {
+				fmt.Fprintf(w, "| %s | failed: %s ||||||||||||||||||||\n", r.Label, r.Err)
+				continue
+			}
+			label := r.Label
+			if r.Note != "" {
+				notes = append(notes, r.Note)
+				label += fmt.Sprintf(" (%d)", len(notes))
+			}
+			written, x := "-", "-"
+			if r.WrittenPerS > 0 {
+				written = f0(r.WrittenPerS)
+			}
+			if ceiling != nil && ceiling.RecordsPerS > 0 {
+				x = fmt.Sprintf("%.2fx", r.RecordsPerS/ceiling.RecordsPerS)
+			}
+			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+				label, f0(r.RecordsPerS), spread(r, human), f1(r.MBPerS), x, written, f2(r.CPUPerM), f0(r.RecPerCPU), f0(r.PeakRSSMB),
+				f1(r.DBCPU), f2(r.DBCPUPerM), ckptCount(r), ckpt(r, f0, r.CkptP50), ckpt(r, f0, r.CkptP99), ckpt(r, f0, r.CkptMax),
+				ckpt(r, f0, r.CkptCommitP99), f2(r.Startup), f2(r.Drain), r.Verified, f1(r.BrokerCPU), f1(r.OtherCPU))
+		}
+		fmt.Fprintln(w)
+		for i, n := range notes {
+			fmt.Fprintf(w, "(%d) %s\n", i+1, n)
+		}
+		if len(notes) > 0 {
+			fmt.Fprintln(w)
+		}
+	}
 }
 
 // writeK2K writes the Kafka-to-Kafka tables: the drains and the latency.
@@ -296,6 +339,26 @@ func (b *bench) writeTargets(w *strings.Builder) {
 			rows = append(rows, row{fmt.Sprintf("%s: connector peak RSS <= 1/5 of Flink's", sec), fmt.Sprintf("1/%.1f (%s vs %s MiB)", 1/y, f0(c.PeakRSSMB), f0(flink.PeakRSSMB)), yes(y <= 0.2)})
 		}
 	}
+	for _, sec := range b.sections("pg drain") {
+		rs := b.in(sec)
+		ceiling := find(rs, "pg-copy")
+		for _, name := range []string{"connector-pg", "connector-pg-upsert"} {
+			c := find(rs, name)
+			if c == nil {
+				continue
+			}
+			if ceiling != nil && ceiling.RecordsPerS > 0 {
+				x := c.RecordsPerS / ceiling.RecordsPerS
+				rows = append(rows, row{fmt.Sprintf("%s: %s >= 0.7x the COPY ceiling's rows/s", sec, name),
+					fmt.Sprintf("%.2fx (%s vs %s rows/s)", x, f0(c.RecordsPerS), f0(ceiling.RecordsPerS)), yes(x >= 0.7)})
+			}
+			if c.Checkpoints > 0 {
+				rows = append(rows, row{fmt.Sprintf("%s: %s checkpoint p99 <= 200 ms at 1 s intervals", sec, name),
+					fmt.Sprintf("%.0f ms (%d checkpoints, p50 %.0f ms, max %.0f ms; commit p99 %.0f ms)", c.CkptP99, c.Checkpoints, c.CkptP50, c.CkptMax, c.CkptCommitP99),
+					yes(c.CkptP99 <= 200)})
+			}
+		}
+	}
 	if c := find(b.in(k2kLatencySection), "connector-k2k"); c != nil && c.LatSeen > 0 {
 		rows = append(rows, row{"k2k: connector latency p99 <= 1.5 x the checkpoint interval (1.5 s)", fmt.Sprintf("%.0f ms (p50 %.0f ms)", c.LatP99, c.LatP50), yes(c.LatP99 <= 1500)})
 	}
@@ -307,7 +370,7 @@ func (b *bench) writeTargets(w *strings.Builder) {
 	if len(rows) == 0 {
 		return
 	}
-	fmt.Fprintln(w, "### Targets (issues 5 and 12; reported, not asserted)")
+	fmt.Fprintln(w, "### Targets (issues 5, 12 and 13; reported, not asserted)")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "| target | measured | met |")
 	fmt.Fprintln(w, "|---|---|---|")
@@ -339,6 +402,14 @@ func shortLabel(r *result) string {
 		return "connector EO"
 	case "flink-k2k":
 		return "Flink EO"
+	case "pg-copy":
+		return "psql copy"
+	case "connector-pg":
+		return "connector insert"
+	case "connector-pg-upsert":
+		return "connector upsert"
+	case "kconnect-jdbc":
+		return "Kafka Connect"
 	}
 	return r.Label
 }
@@ -392,5 +463,11 @@ func (b *bench) panels() []panel {
 		add("Kafka to Kafka peak RSS, MiB", rs, func(r *result) float64 { return r.PeakRSSMB }, f0, shortLabel)
 	}
 	add("Kafka to Kafka latency p99, ms", b.in(k2kLatencySection), func(r *result) float64 { return r.LatP99 }, f0, shortLabel)
+	for _, sec := range b.sections("pg drain") {
+		rs := b.in(sec)
+		title := strings.Replace(strings.TrimPrefix(sec, "pg drain "), " rows x ", " x ", 1)
+		add("PostgreSQL rows/s, "+title, rs, func(r *result) float64 { return r.RecordsPerS }, human, shortLabel)
+		add("PG CPU s / M rows (client + DB), "+title, rs, func(r *result) float64 { return r.CPUPerM + r.DBCPUPerM }, f2, shortLabel)
+	}
 	return ps
 }

@@ -5,6 +5,8 @@
 //	load --brokers 127.0.0.1:39092 --records 5000000 --size 100 [--partitions 8] [--prefix bench]
 //	load --brokers 127.0.0.1:39092 --delete TOPIC,...   (tidy up)
 //	load --brokers 127.0.0.1:39092 --create TOPIC [--partitions 8]   (an empty output topic)
+//	load --layout rows --records 1000000 --prefix bench-pg ...   (rows of a typed table; see below)
+//	load --layout rows --records 1000000 --copy-file DIR/part --parts 2   (the same rows as COPY text files)
 //
 // The topic is named <prefix>-v<format>-<size>b-<records> (for example
 // bench-v2-100b-5000000; the Kafka-to-Kafka experiments use the prefix
@@ -30,9 +32,26 @@
 //
 // The value layout is fixed: bench/cmd/bench reads the id at byte 7 of every
 // output line to check that each record arrived exactly once.
+//
+// # Rows (--layout rows)
+//
+// For the PostgreSQL experiments (issue 13) every value maps to a row of a
+// table with five typed columns (id bigint, u bigint, h bigint, ts
+// timestamptz, pad text); the topic is <prefix>-rows-v<rowsFormat>-<size>b-<records>:
+//
+//	value:     {"id":42,"u":42,"h":42,"ts":"2026-01-01T00:00:00.042Z","pad":"xyz..."}
+//	           u and h as above, ts = 2026-01-01T00:00:00Z + i ms (fixed, so
+//	           that the COPY files hold exactly the same values), pad fills
+//	           the value to --size bytes
+//	key, partition, timestamp: as above (so record i goes to worker i mod P)
+//
+// --copy-file PATH writes the same rows, nothing to Kafka, as COPY text
+// (tab-separated) files PATH-0.tsv ... PATH-<parts-1>.tsv: row i in file
+// i mod --parts, in order of i, as the connector's workers receive them.
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -59,7 +78,27 @@ func main() {
 	prefix := flag.String("prefix", "bench", "the topic's name starts with this `prefix`")
 	del := flag.String("delete", "", "delete these comma-separated `topics` and exit")
 	create := flag.String("create", "", "create this empty `topic` (--partitions) and exit")
+	layout := flag.String("layout", "orders", "value layout: orders (the file and Kafka benchmarks) or rows (the PostgreSQL ones: id, u, h, ts, pad)")
+	copyFile := flag.String("copy-file", "", "rows layout: write the rows as COPY text files `PATH`-<n>.tsv instead of producing them, and exit")
+	parts := flag.Int("parts", 1, "--copy-file: the number of files (row i goes to file i mod parts)")
 	flag.Parse()
+	valueOf := Value
+	switch *layout {
+	case "orders":
+	case "rows":
+		valueOf = RowValue
+	default:
+		fail(fmt.Errorf("--layout: orders or rows, not %q", *layout))
+	}
+	if *copyFile != "" {
+		if *layout != "rows" || *records <= 0 || *parts <= 0 {
+			fail(errors.New("--copy-file needs --layout rows, and positive --records and --parts"))
+		}
+		if err := writeCopyFiles(*copyFile, *records, *size, *parts); err != nil {
+			fail(err)
+		}
+		return
+	}
 	if *brokers == "" {
 		fail(errors.New("--brokers or KAFKA_BROKERS is required"))
 	}
@@ -78,15 +117,20 @@ func main() {
 	if *records <= 0 || *partitions <= 0 {
 		fail(errors.New("--records and --partitions must be positive"))
 	}
-	if v, err := Value(nil, 0, *size); err != nil {
-		fail(err)
-	} else if !json.Valid(v) {
-		fail(fmt.Errorf("record 0 is not valid JSON: %s", v))
+	for _, i := range []int{0, *records - 1} {
+		if v, err := valueOf(nil, i, *size); err != nil {
+			fail(err)
+		} else if !json.Valid(v) {
+			fail(fmt.Errorf("record %d is not valid JSON: %s", i, v))
+		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	topic := fmt.Sprintf("%s-v%d-%db-%d", *prefix, format, *size, *records)
-	if err := run(ctx, *brokers, topic, *records, *size, int32(*partitions)); err != nil {
+	if *layout == "rows" {
+		topic = fmt.Sprintf("%s-rows-v%d-%db-%d", *prefix, rowsFormat, *size, *records)
+	}
+	if err := run(ctx, *brokers, topic, *records, *size, int32(*partitions), valueOf); err != nil {
 		fail(err)
 	}
 	fmt.Println(topic)
@@ -97,7 +141,10 @@ func fail(err error) {
 	os.Exit(1)
 }
 
-func run(ctx context.Context, brokers, topic string, n, size int, partitions int32) error {
+// valueFunc appends record i's value of size bytes to b.
+type valueFunc func(b []byte, i, size int) ([]byte, error)
+
+func run(ctx context.Context, brokers, topic string, n, size int, partitions int32, valueOf valueFunc) error {
 	cl, err := kgo.NewClient(
 		kgo.SeedBrokers(brokers),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
@@ -127,7 +174,7 @@ func run(ctx context.Context, brokers, topic string, n, size int, partitions int
 		return err
 	}
 	began := time.Now()
-	if err := produce(ctx, cl, topic, n, size, partitions); err != nil {
+	if err := produce(ctx, cl, topic, n, size, partitions, valueOf); err != nil {
 		return err
 	}
 	took := time.Since(began)
@@ -243,7 +290,7 @@ func createTopic(brokers, topic string, partitions int32) error {
 
 func ptr[T any](v T) *T { return &v }
 
-func produce(ctx context.Context, cl *kgo.Client, topic string, n, size int, partitions int32) error {
+func produce(ctx context.Context, cl *kgo.Client, topic string, n, size int, partitions int32, valueOf valueFunc) error {
 	base := time.Now().Add(-time.Duration(n) * time.Millisecond).Truncate(time.Millisecond)
 	var failed atomic.Pointer[error]
 	done := func(_ *kgo.Record, err error) {
@@ -255,7 +302,7 @@ func produce(ctx context.Context, cl *kgo.Client, topic string, n, size int, par
 		if e := failed.Load(); e != nil {
 			return fmt.Errorf("produce: %w", *e)
 		}
-		v, _ := Value(make([]byte, 0, size), i, size)
+		v, _ := valueOf(make([]byte, 0, size), i, size)
 		r := &kgo.Record{
 			Topic:     topic,
 			Partition: int32(i % int(partitions)),
@@ -282,9 +329,118 @@ const (
 	// change it with the layout so that no old topic is reused.
 	format = 2
 
+	// rowsFormat is the version of the rows layout (--layout rows).
+	rowsFormat = 1
+
 	uMod = 1_000_000
 	hMod = 100_000
 )
+
+// rowsEpoch is ts of row 0 in the rows layout.
+var rowsEpoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// RowValue appends record i's value in the rows layout, exactly size
+// bytes, to b: {"id":42,"u":42,"h":42,"ts":"2026-01-01T00:00:00.042Z","pad":"..."}.
+func RowValue(b []byte, i, size int) ([]byte, error) {
+	pad, err := rowPad(i, size)
+	if err != nil {
+		return nil, err
+	}
+	b = append(b, `{"id":`...)
+	b = strconv.AppendInt(b, int64(i), 10)
+	b = append(b, `,"u":`...)
+	b = strconv.AppendInt(b, int64(i%uMod), 10)
+	b = append(b, `,"h":`...)
+	b = strconv.AppendInt(b, int64(i%hMod), 10)
+	b = append(b, `,"ts":"`...)
+	b = appendTS(b, i)
+	b = append(b, `","pad":"`...)
+	b = appendPad(b, i, pad)
+	return append(b, `"}`...), nil
+}
+
+// RowLine appends row i as a line of COPY's text format (tab-separated,
+// the columns id, u, h, ts, pad): the values of RowValue(i, size).
+func RowLine(b []byte, i, size int) ([]byte, error) {
+	pad, err := rowPad(i, size)
+	if err != nil {
+		return nil, err
+	}
+	b = strconv.AppendInt(b, int64(i), 10)
+	b = append(b, '\t')
+	b = strconv.AppendInt(b, int64(i%uMod), 10)
+	b = append(b, '\t')
+	b = strconv.AppendInt(b, int64(i%hMod), 10)
+	b = append(b, '\t')
+	b = appendTS(b, i)
+	b = append(b, '\t')
+	b = appendPad(b, i, pad)
+	return append(b, '\n'), nil
+}
+
+// tsLen is the length of a ts value (appendTS).
+const tsLen = len("2026-01-01T00:00:00.000Z")
+
+// rowPad is the length of row i's pad at size bytes of value.
+func rowPad(i, size int) (int, error) {
+	fixed := len(`{"id":,"u":,"h":,"ts":"","pad":""}`) + tsLen + digits(i) + digits(i%uMod) + digits(i%hMod)
+	if fixed > size {
+		return 0, fmt.Errorf("--size %d is too small: row %d needs at least %d bytes", size, i, fixed)
+	}
+	return size - fixed, nil
+}
+
+func digits(v int) int {
+	n := 1
+	for ; v >= 10; v /= 10 {
+		n++
+	}
+	return n
+}
+
+func appendTS(b []byte, i int) []byte {
+	return rowsEpoch.Add(time.Duration(i)*time.Millisecond).AppendFormat(b, "2006-01-02T15:04:05.000Z07:00")
+}
+
+func appendPad(b []byte, i, n int) []byte {
+	for j := range n {
+		b = append(b, byte('a'+(i+j)%26))
+	}
+	return b
+}
+
+// writeCopyFiles writes rows 0..n-1 (RowLine) into parts files
+// <path>-<k>.tsv, row i into file i mod parts.
+func writeCopyFiles(path string, n, size, parts int) error {
+	began := time.Now()
+	var total int64
+	for k := range parts {
+		name := fmt.Sprintf("%s-%d.tsv", path, k)
+		f, err := os.Create(name)
+		if err != nil {
+			return err
+		}
+		w := bufio.NewWriterSize(f, 1<<20)
+		line := make([]byte, 0, 256)
+		for i := k; i < n; i += parts {
+			if line, err = RowLine(line[:0], i, size); err != nil {
+				f.Close()
+				return err
+			}
+			w.Write(line)
+			total += int64(len(line))
+		}
+		if err := w.Flush(); err != nil {
+			f.Close()
+			return fmt.Errorf("write %s: %w", name, err)
+		}
+		if err := f.Close(); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(os.Stderr, "load: wrote %d rows (%d bytes) into %s-{0..%d}.tsv in %.1fs\n", n, total, path, parts-1, time.Since(began).Seconds())
+	return nil
+}
 
 // Value appends record i's value, exactly size bytes, to b.
 func Value(b []byte, i, size int) ([]byte, error) {
