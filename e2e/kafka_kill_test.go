@@ -42,21 +42,9 @@ func kafkaRandomKills(t *testing.T, b kafkatest.Brokers, spec jobSpec) {
 	)
 	spec.Partitions = 6
 	j := newJob(t, b, spec)
-	rng := newRand(t)
 	prod := startProducer(t, b, j.topic, producerSpec{N: n, Rate: rate, DupEvery: dupEvery})
-
 	t0 := time.Now()
-	kills := 0
-	for kills < maxKills && (kills < minKills || prod.running()) {
-		p := j.start()
-		delay := 300*time.Millisecond + time.Duration(rng.Int64N(int64(2700*time.Millisecond)))
-		if p.wait(delay) {
-			j.fatalf(p, "%s ended by itself %v after its start, before the kill planned at %v: %s",
-				p, time.Since(p.started).Round(time.Millisecond), delay.Round(time.Millisecond), p.status())
-		}
-		j.kill(p)
-		kills++
-	}
+	kills := j.killWhileProducing(prod, minKills, maxKills)
 	mid, err := j.out.read()
 	if err != nil {
 		t.Fatalf("read output: %v", err)

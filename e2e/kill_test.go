@@ -44,23 +44,9 @@ func randomKills(t *testing.T, b kafkatest.Brokers, spec jobSpec, dupEvery int) 
 	)
 	spec.Partitions = 6
 	j := newJob(t, b, spec)
-	rng := newRand(t)
 	prod := startProducer(t, b, j.topic, producerSpec{N: n, Rate: rate, DupEvery: dupEvery})
-
-	// Kill at random moments for as long as ids are still being produced,
-	// and at least minKills times.
 	t0 := time.Now()
-	kills := 0
-	for kills < maxKills && (kills < minKills || prod.running()) {
-		p := j.start()
-		delay := 300*time.Millisecond + time.Duration(rng.Int64N(int64(2700*time.Millisecond)))
-		if p.wait(delay) {
-			j.fatalf(p, "%s ended by itself %v after its start, before the kill planned at %v: %s",
-				p, time.Since(p.started).Round(time.Millisecond), delay.Round(time.Millisecond), p.status())
-		}
-		j.kill(p)
-		kills++
-	}
+	kills := j.killWhileProducing(prod, minKills, maxKills)
 	mid, err := j.out.read()
 	if err != nil {
 		t.Fatalf("read output: %v", err)
@@ -102,4 +88,26 @@ func logRestoreKinds(t *testing.T, j *job) {
 	}
 	t.Logf("worker state restores (not checked; they depend on where the kills landed): %d full snapshot + changelogs, %d changelogs only, %d full snapshot only",
 		both, logsOnly, fullOnly)
+}
+
+// killWhileProducing starts j and SIGKILLs it at a random moment (0.3 to
+// 3 s after the start; the seed is logged, E2E_SEED replays it) for as
+// long as prod is producing, at least minKills and at most maxKills times,
+// and returns how many kills there were. A run that ends by itself before
+// its kill fails the test.
+func (j *job) killWhileProducing(prod *producer, minKills, maxKills int) int {
+	j.t.Helper()
+	rng := newRand(j.t)
+	kills := 0
+	for kills < maxKills && (kills < minKills || prod.running()) {
+		p := j.start()
+		delay := 300*time.Millisecond + time.Duration(rng.Int64N(int64(2700*time.Millisecond)))
+		if p.wait(delay) {
+			j.fatalf(p, "%s ended by itself %v after its start, before the kill planned at %v: %s",
+				p, time.Since(p.started).Round(time.Millisecond), delay.Round(time.Millisecond), p.status())
+		}
+		j.kill(p)
+		kills++
+	}
+	return kills
 }

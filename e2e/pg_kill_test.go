@@ -42,21 +42,9 @@ func pgRandomKills(t *testing.T, b kafkatest.Brokers, spec jobSpec, dupEvery int
 	)
 	spec.Partitions = 6
 	j := newPGJob(t, b, spec, pgDatabase(t, pgTableDDL), "t", nil)
-	rng := newRand(t)
 	prod := startProducer(t, b, j.topic, producerSpec{N: n, Rate: rate, DupEvery: dupEvery})
-
 	t0 := time.Now()
-	kills := 0
-	for kills < maxKills && (kills < minKills || prod.running()) {
-		p := j.start()
-		delay := 300*time.Millisecond + time.Duration(rng.Int64N(int64(2700*time.Millisecond)))
-		if p.wait(delay) {
-			j.fatalf(p, "%s ended by itself %v after its start, before the kill planned at %v: %s",
-				p, time.Since(p.started).Round(time.Millisecond), delay.Round(time.Millisecond), p.status())
-		}
-		j.kill(p)
-		kills++
-	}
+	kills := j.killWhileProducing(prod, minKills, maxKills)
 	mid := tallyOutput(j.rows(), n)
 	t.Logf("kill phase: %d kills in %v; %d of %d ids produced; %d ids in the table",
 		kills, time.Since(t0).Round(time.Millisecond), prod.sent.Load(), n, n-mid.missing)
