@@ -37,20 +37,7 @@ func (s *Sink) Recover(ctx context.Context, restored []sink.Committable) error {
 // retry runs fn until it returns nil or an error other than errUnreachable,
 // backing off and logging while the cluster is unreachable, until ctx ends.
 func (s *Sink) retry(ctx context.Context, what string, fn func() error) error {
-	backoff := 200 * time.Millisecond
-	for attempt := 1; ; attempt++ {
-		err := fn()
-		if err == nil || !errors.Is(err, errUnreachable) || ctx.Err() != nil {
-			return err
-		}
-		s.log.Warn().Err(err).Int("attempt", attempt).Dur("backoff", backoff).Msgf("kafka sink: cluster unreachable %s; retrying", what)
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("kafka sink: %s: %w (last error: %w)", what, ctx.Err(), err)
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, 10*time.Second)
-	}
+	return sink.Retry{Log: s.log, Name: "kafka sink", System: "cluster", Unreachable: errUnreachable}.Do(ctx, what, fn)
 }
 
 func (s *Sink) recover(ctx context.Context, restored []sink.Committable) error {

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"hash/fnv"
 	"io"
@@ -242,24 +241,10 @@ func (s *Sink) CommittedAfter(ctx context.Context, id checkpoint.ID) ([]string, 
 }
 
 // retry runs fn until it returns nil or an error other than errUnreachable,
-// backing off and logging while the database is unreachable, until ctx
-// ends.
+// backing off and logging while the database is unreachable (its admin
+// connection dropped before each wait), until ctx ends.
 func (s *Sink) retry(ctx context.Context, what string, fn func() error) error {
-	backoff := 200 * time.Millisecond
-	for attempt := 1; ; attempt++ {
-		err := fn()
-		if err == nil || !errors.Is(err, errUnreachable) || ctx.Err() != nil {
-			return err
-		}
-		s.dropAdmin()
-		s.log.Warn().Err(err).Int("attempt", attempt).Dur("backoff", backoff).Msgf("postgres sink: database unreachable %s; retrying", what)
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("postgres sink: %s: %w (last error: %w)", what, ctx.Err(), err)
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, 10*time.Second)
-	}
+	return sink.Retry{Log: s.log, Name: "postgres sink", System: "database", Unreachable: errUnreachable, BeforeWait: s.dropAdmin}.Do(ctx, what, fn)
 }
 
 func (s *Sink) progressTable() pgx.Identifier {
