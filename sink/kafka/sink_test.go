@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/connector-dev/connector/checkpoint"
 	"github.com/connector-dev/connector/internal/kafkatest"
 	"github.com/connector-dev/connector/record"
 	"github.com/connector-dev/connector/sink"
@@ -394,4 +395,31 @@ func TestStatsNeverWaitsOnAWriterOpeningASlot(t *testing.T) {
 	}
 	close(stop)
 	t.Logf("Stats ran %d times meanwhile", <-scraped)
+}
+
+// TestASlotIsNotReusedRightAfterItsCommit: transactions take the slots
+// round robin, so the slot whose transaction was just committed (the
+// coordinator may still be writing its markers) is the last one taken
+// again, not the next.
+func TestASlotIsNotReusedRightAfterItsCommit(t *testing.T) {
+	b := kafkatest.RealCluster(t)
+	topic := kafkatest.Topic(t, b, 1)
+	s := testSink(t, b, topic, topic, nil)
+	recover_(t, s, nil)
+	w := newTestWriter(t, s, 0)
+	var slots []string
+	for id := checkpoint.ID(1); id <= 3; id++ {
+		write(t, w, 0, 5)
+		cs := preCommit(t, w, id)
+		if err := s.Commit(ctx, cs); err != nil {
+			t.Fatal(err)
+		}
+		w.Committed(id)
+		slots = append(slots, txnOf(t, cs[len(cs)-1]))
+	}
+	for i := 1; i < len(slots); i++ {
+		if slots[i] == slots[i-1] {
+			t.Fatalf("checkpoints' transactions took slots %v: a slot reused right after its commit", slots)
+		}
+	}
 }

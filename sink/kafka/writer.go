@@ -44,12 +44,13 @@ type writer struct {
 	// by Stats.
 	records, bytes atomic.Uint64
 
-	mu      sync.Mutex // cur and slots are read by Stats and Committed
-	cur     *txn
-	clients []*kgo.Client // by slot, made on first use
-	busy    []bool        // slot holds an open transaction
-	carried []sink.Committable
-	holding map[checkpoint.ID]int // slot of each carried segment
+	mu       sync.Mutex // cur and slots are read by Stats and Committed
+	cur      *txn
+	clients  []*kgo.Client // by slot, made on first use
+	busy     []bool        // slot holds an open transaction
+	nextSlot int           // where freeSlot looks first
+	carried  []sink.Committable
+	holding  map[checkpoint.ID]int // slot of each carried segment
 }
 
 var (
@@ -80,7 +81,7 @@ func (w *writer) current() *txn {
 // never wait on the network.
 func (w *writer) begin() (*txn, error) {
 	w.mu.Lock()
-	slot := slices.Index(w.busy, false)
+	slot := w.freeSlot()
 	if slot < 0 {
 		w.mu.Unlock()
 		return nil, fmt.Errorf("%w: kafka sink writer %d: all %d transactional ids hold open transactions (more failed checkpoints in a row than checkpoint.tolerable_failures?)", sink.ErrLost, w.index, len(w.busy))
@@ -115,6 +116,22 @@ func (w *writer) begin() (*txn, error) {
 	w.mu.Unlock()
 	t.startAddGroup(w.s)
 	return t, nil
+}
+
+// freeSlot picks the free slot after the last one taken, round robin
+// (-1: none is free). The lowest free slot would be the one just committed,
+// whose transaction the coordinator may still be completing (its markers
+// being written): the new transaction's first requests would meet
+// CONCURRENT_TRANSACTIONS and wait. Called with w.mu held.
+func (w *writer) freeSlot() int {
+	for i := range w.busy {
+		slot := (w.nextSlot + i) % len(w.busy)
+		if !w.busy[slot] {
+			w.nextSlot = (slot + 1) % len(w.busy)
+			return slot
+		}
+	}
+	return -1
 }
 
 // Write produces r into the open transaction (opening one if none is).
