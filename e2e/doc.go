@@ -2,9 +2,16 @@
 // run it as a separate process against Apache Kafka, kill it (SIGKILL at
 // random moments and at named crash points, SIGTERM), restart it, and check
 // the contract of DESIGN.md from the outside: every produced id is in the
-// visible output of the file sink exactly once, the group's committed offsets
-// match the last checkpoint and the partition ends, and a restart resumes
-// quickly.
+// visible output exactly once, the group's committed offsets match the last
+// checkpoint and the partition ends, and a restart resumes quickly.
+//
+// The visible output is the file sink's committed files, or, for a job with
+// jobSpec.KafkaSink (sink.type: kafka, a fresh output topic), what an
+// independent read_committed consumer (franz-go) reads from the output
+// topic, to the end of every partition once the job stopped; the
+// kafka_*_test.go scenarios also ask the brokers about the job's
+// transactions (kadm DescribeTransactions, DescribeProducers) and run
+// `connector txns list`.
 //
 // The package owns no product code; everything it knows about the connector
 // is the contract (CLI, config keys, file-sink visibility, /metrics,
@@ -12,6 +19,12 @@
 // Helpers live in harness_test.go, process_test.go, output_test.go,
 // producer_test.go and the *_helpers_test.go files; each other test file is
 // one scenario.
+//
+// Scenarios that need broker settings the shared broker must not have
+// (short transaction timeouts, an authorizer) or stop a broker start a
+// second Apache Kafka broker themselves with scripts/kafka (instance
+// e2e-tight, free ports; broker_helpers_test.go lists its settings) and
+// stop it when the test binary ends; it needs what scripts/kafka needs.
 //
 // Run them against a real broker (they fail without KAFKA_BROKERS):
 //
@@ -31,4 +44,6 @@
 //	              (proves nothing about exactly-once)
 //	E2E_RACE=1    build the connector with -race (much slower)
 //	E2E_SEED=N    seed of the random kill moments, to replay a run
+//	E2E_KEEP=DIR  copy each job's directory (configs, every run's logs,
+//	              checkpoints) to DIR/<job> when its test ends
 package e2e

@@ -29,13 +29,30 @@ type errorLine struct {
 // want. It returns that error and how long after its start p ended.
 func (j *job) requireFailure(p *proc, timeout time.Duration, want ...string) (string, time.Duration) {
 	j.t.Helper()
+	return j.requireExit(p, timeout, 1, want...)
+}
+
+// requireConfigFailure is requireFailure for a sink config fault found at
+// start (what the config names is missing or refused by the sink's
+// system): exit status 2, at once, without restarts.
+func (j *job) requireConfigFailure(p *proc, timeout time.Duration, want ...string) (string, time.Duration) {
+	j.t.Helper()
+	msg, took := j.requireExit(p, timeout, 2, want...)
+	if errs := j.restartErrors(p); len(errs) > 0 {
+		j.errorf(p, "%s restarted the job %d times before it exited 2 (first: %s): a config fault is not retried", p, len(errs), errs[0])
+	}
+	return msg, took
+}
+
+func (j *job) requireExit(p *proc, timeout time.Duration, want int, wantText ...string) (string, time.Duration) {
+	j.t.Helper()
 	if !p.wait(timeout) {
-		j.fatalf(p, "%s still running %v after its start, want it to end by itself with exit status 1",
-			p, time.Since(p.started).Round(time.Millisecond))
+		j.fatalf(p, "%s still running %v after its start, want it to end by itself with exit status %d",
+			p, time.Since(p.started).Round(time.Millisecond), want)
 	}
 	took := p.ended.Sub(p.started)
-	if code := p.state.ExitCode(); code != 1 {
-		j.fatalf(p, "%s: %s, want exit status 1", p, p.status())
+	if code := p.state.ExitCode(); code != want {
+		j.fatalf(p, "%s: %s, want exit status %d", p, p.status(), want)
 	}
 	lines := logLines[errorLine](j, msgJobFailed, p)
 	if len(lines) != 1 {
@@ -43,7 +60,7 @@ func (j *job) requireFailure(p *proc, timeout time.Duration, want ...string) (st
 	}
 	msg := lines[0].Error
 	var missing []string
-	for _, w := range want {
+	for _, w := range wantText {
 		if !strings.Contains(msg, w) {
 			missing = append(missing, w)
 		}
@@ -55,7 +72,7 @@ func (j *job) requireFailure(p *proc, timeout time.Duration, want ...string) (st
 	if len(short) > 600 {
 		short = short[:600] + "..."
 	}
-	j.t.Logf("%s: exit status 1 %v after its start: %s", p, took.Round(time.Millisecond), short)
+	j.t.Logf("%s: exit status %d %v after its start: %s", p, want, took.Round(time.Millisecond), short)
 	return msg, took
 }
 

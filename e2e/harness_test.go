@@ -54,6 +54,7 @@ func TestMain(m *testing.M) {
 	}
 	bin.dir = dir
 	code := m.Run()
+	stopTightBroker()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
@@ -130,6 +131,11 @@ type jobSpec struct {
 	// (for example {"source": {"on_position_lost": "earliest"}}). A test
 	// may change it between runs, as FullSnapshotAfter.
 	Config map[string]map[string]any
+	// KafkaSink, if set, makes the job write to a Kafka topic of its own
+	// (sink: {type: kafka, topic: ...}) instead of the file sink; its
+	// output is read back by an independent read_committed consumer
+	// (kafka_output_helpers_test.go).
+	KafkaSink *kafkaSinkSpec
 }
 
 // job is one connector job: a topic, a working directory and the runs
@@ -149,10 +155,25 @@ type job struct {
 	ckptDir  string // checkpoint.dir
 	stateDir string // state.dir
 	outDir   string // sink.path
+	outTopic string // sink.topic, with spec.KafkaSink
 	cfgPath  string // the config of the latest run
 	runs     []*proc
-	out      *outputReader
+	out      visibleOutput
 	tailed   map[*proc]bool
+}
+
+// visibleOutput is what a reader of the sink sees: the committed files
+// under sink.path, or what a read_committed consumer reads from the
+// output topic.
+type visibleOutput interface {
+	// read returns what is visible now; a topic's reader may lag a moment
+	// behind the last commit.
+	read() (output, error)
+	// readAll returns everything the sink made visible; call it once
+	// nothing writes any more (the job stopped). A topic's reader reads up
+	// to the end of every partition, and fails if a transaction is still
+	// open there.
+	readAll() (output, error)
 }
 
 var jobSeq atomic.Int64
@@ -179,17 +200,27 @@ func newJob(t *testing.T, b kafkatest.Brokers, spec jobSpec) *job {
 		tailed:  map[*proc]bool{},
 	}
 	j.ckptDir = filepath.Join(j.dir, "checkpoints")
+	if keep := os.Getenv("E2E_KEEP"); keep != "" {
+		t.Cleanup(func() { _ = exec.Command("cp", "-r", j.dir, filepath.Join(keep, j.name)).Run() })
+	}
 	j.stateDir = filepath.Join(j.dir, "state")
 	j.outDir = filepath.Join(j.dir, "out")
 	if err := os.MkdirAll(j.outDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	j.out = newOutputReader(j.outDir)
+	if spec.KafkaSink != nil {
+		j.outTopic, j.out = outputTopic(t, b, *spec.KafkaSink)
+	}
 	// Registered after TempDir and Topic, so it runs before they are removed.
 	t.Cleanup(j.cleanup)
 	j.validate()
-	t.Logf("job %s: topic %s (%d partitions), parallelism %d, checkpoint.interval %v, broker %s",
-		j.name, j.topic, spec.Partitions, spec.Parallelism, spec.Interval, b)
+	sinkDesc := "file sink " + j.outDir
+	if spec.KafkaSink != nil {
+		sinkDesc = "kafka sink to topic " + j.outTopic
+	}
+	t.Logf("job %s: topic %s (%d partitions), parallelism %d, checkpoint.interval %v, %s, broker %s",
+		j.name, j.topic, spec.Partitions, spec.Parallelism, spec.Interval, sinkDesc, b)
 	return j
 }
 
@@ -205,6 +236,8 @@ const (
 // logs) of its own, and its own checkpoint.dir, state.dir and sink.path
 // except those named in shared, which are j's. Its runs are its own, one
 // at a time, and run beside j's; they are SIGKILLed when the test ends.
+// With a Kafka sink, the twin writes to j's output topic (the same config)
+// and reads it with j's reader.
 func (j *job) twin(shared ...string) *job {
 	j.t.Helper()
 	spec := j.spec
@@ -213,15 +246,16 @@ func (j *job) twin(shared ...string) *job {
 		spec.Config[section] = maps.Clone(keys)
 	}
 	tw := &job{
-		t:       j.t,
-		bin:     j.bin,
-		brokers: j.brokers,
-		spec:    spec,
-		name:    j.name,
-		topic:   j.topic,
-		label:   "twin",
-		dir:     j.t.TempDir(),
-		tailed:  map[*proc]bool{},
+		t:        j.t,
+		bin:      j.bin,
+		brokers:  j.brokers,
+		spec:     spec,
+		name:     j.name,
+		topic:    j.topic,
+		outTopic: j.outTopic,
+		label:    "twin",
+		dir:      j.t.TempDir(),
+		tailed:   map[*proc]bool{},
 	}
 	tw.ckptDir = filepath.Join(tw.dir, "checkpoints")
 	tw.stateDir = filepath.Join(tw.dir, "state")
@@ -242,6 +276,9 @@ func (j *job) twin(shared ...string) *job {
 		j.t.Fatal(err)
 	}
 	tw.out = newOutputReader(tw.outDir)
+	if j.outTopic != "" {
+		tw.out = j.out
+	}
 	j.t.Cleanup(tw.cleanup)
 	tw.validate()
 	j.t.Logf("twin of job %s: sharing %v; checkpoint.dir %s, state.dir %s, sink.path %s", j.name, shared, tw.ckptDir, tw.stateDir, tw.outDir)
@@ -298,6 +335,9 @@ func (j *job) writeConfig(file, addr string) string {
 		},
 		"sink": map[string]any{"type": "file", "path": j.outDir, "format": "jsonl"},
 		"http": map[string]any{"addr": addr},
+	}
+	if j.outTopic != "" {
+		cfg["sink"] = map[string]any{"type": "kafka", "topic": j.outTopic}
 	}
 	for section, keys := range j.spec.Config {
 		m, ok := cfg[section].(map[string]any)

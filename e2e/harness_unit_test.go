@@ -5,6 +5,7 @@ package e2e
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -165,5 +166,29 @@ func TestRecordValuesAreSmallJSONWithTheirID(t *testing.T) {
 				t.Errorf("id %d: read back %v, %v, bad %v", id, out.counts, err, out.bad)
 			}
 		}
+	}
+}
+
+func TestCheckpointTxnsFoundInTheCommittablesOfCheckpointsShow(t *testing.T) {
+	// The shape `connector checkpoints show` prints today, cut down: the
+	// committables sit in each worker's snapshot data.
+	out := []byte(`{"id": 3, "tasks": {"worker-1": {"data": {"committables": [
+	  {"checkpoint": 3, "writer": 1, "data": {"txn": "job-w1-t0", "pid": 1111, "epoch": 1,
+	    "ranges": [{"topic": "out", "partition": 0, "first": 342, "last": 506}], "records": 327}}]}},
+	  "worker-0": {"data": {"committables": [
+	  {"checkpoint": 2, "writer": 0, "data": {"txn": "job-w0-t1", "pid": 1110, "epoch": 4, "ranges": [], "records": 0}},
+	  {"checkpoint": 3, "writer": 0, "data": {"txn": "job-w0-t0", "pid": 1112, "epoch": 1, "ranges": [], "records": 357}}]}}},
+	  "offsets": {"data": {"txn": "not a committable: no pid"}}}`)
+	refs, err := parseCheckpointTxns(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []txnRef{
+		{Writer: 0, Checkpoint: 2, TxnID: "job-w0-t1", ProducerID: 1110, Epoch: 4},
+		{Writer: 0, Checkpoint: 3, TxnID: "job-w0-t0", ProducerID: 1112, Epoch: 1},
+		{Writer: 1, Checkpoint: 3, TxnID: "job-w1-t0", ProducerID: 1111, Epoch: 1},
+	}
+	if !slices.Equal(refs, want) {
+		t.Fatalf("got %+v, want %+v", refs, want)
 	}
 }

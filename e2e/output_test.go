@@ -56,6 +56,9 @@ func newOutputReader(dir string) *outputReader {
 	return &outputReader{dir: dir, cache: map[string]parsedFile{}}
 }
 
+// readAll is read: a committed file is complete once visible.
+func (r *outputReader) readAll() (output, error) { return r.read() }
+
 func hidden(name string) bool { return strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") }
 
 func (r *outputReader) read() (output, error) {

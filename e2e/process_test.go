@@ -101,8 +101,12 @@ func (p *proc) exited() bool {
 	}
 }
 
-// wait reports whether the process ended within d.
+// wait reports whether the process ended within d (at once if it has
+// ended already, whatever d).
 func (p *proc) wait(d time.Duration) bool {
+	if p.exited() {
+		return true
+	}
 	select {
 	case <-p.done:
 		return true
@@ -347,11 +351,12 @@ func (j *job) waitForAll(p *proc, n int, timeout time.Duration) output {
 	}
 }
 
-// requireExactlyOnce reads the visible output and requires every id in
-// [0, n) exactly once and nothing else; it logs the figures in one line.
+// requireExactlyOnce reads all the visible output (call it once the job
+// stopped) and requires every id in [0, n) exactly once and nothing else;
+// it logs the figures in one line.
 func (j *job) requireExactlyOnce(n, kills int, extra string) {
 	j.t.Helper()
-	out, err := j.out.read()
+	out, err := j.out.readAll()
 	if err != nil {
 		j.t.Fatalf("read output: %v", err)
 	}
@@ -362,5 +367,8 @@ func (j *job) requireExactlyOnce(n, kills int, extra string) {
 	j.t.Logf("exactly-once: records=%d kills=%d duplicates=%d missing=%d%s", n, kills, tl.duplicates, tl.missing, extra)
 	if !tl.ok() {
 		j.t.Errorf("not exactly once over %d runs: %s", len(j.runs), tl)
+		if ex, ok := j.out.(interface{ explain(output, int) string }); ok {
+			j.t.Logf("where the missing and duplicated ids are: %s", ex.explain(out, n))
+		}
 	}
 }

@@ -301,14 +301,16 @@ func describeEvent(ev checkpoint.Event) string {
 	return fmt.Sprintf("%T", ev)
 }
 
-// fail-precommit worker=W
+// fail-precommit worker=W [lost]
 //
-// The next pre-commit of worker W's sink writer fails (the worker declines
-// the checkpoint and keeps what it wrote).
+// The next pre-commit of worker W's sink writer fails: the worker declines
+// the checkpoint and keeps what it wrote; with lost, what it wrote is gone
+// (sink.ErrLost, in the pre-commit's asynchronous part) and the task fails.
 func cmdFailPreCommit(_ *harness, t *testing.T, d *datadriven.TestData) error {
 	var w int
 	d.ScanArgs(t, "worker", &w)
 	world.sink.writers[w].failNext = true
+	world.sink.writers[w].failLost = d.HasArg("lost")
 	return nil
 }
 

@@ -239,6 +239,15 @@ type recordingWriter struct {
 	buf      []string
 	carried  []sink.Committable
 	failNext bool // the next PreCommit fails
+	failLost bool // ... losing what it wrote (sink.ErrLost), not declining
+}
+
+var _ sink.AsyncPreCommitter = (*recordingWriter)(nil)
+
+// PreCommitAsync is PreCommit, all of it in the part that runs
+// asynchronously (as the Kafka and PostgreSQL sinks do most of theirs).
+func (w *recordingWriter) PreCommitAsync(ctx context.Context, id checkpoint.ID) (func() ([]sink.Committable, error), error) {
+	return func() ([]sink.Committable, error) { return w.PreCommit(ctx, id) }, nil
 }
 
 func (w *recordingWriter) Write(_ context.Context, r *record.Record) error {
@@ -247,6 +256,12 @@ func (w *recordingWriter) Write(_ context.Context, r *record.Record) error {
 }
 
 func (w *recordingWriter) PreCommit(_ context.Context, id checkpoint.ID) ([]sink.Committable, error) {
+	if w.failNext && w.failLost {
+		w.failNext, w.failLost = false, false
+		world.printf("w%d: pre-commit %d fails; loses %v", w.index, id, w.buf)
+		w.buf = nil
+		return nil, fmt.Errorf("%w: injected", sink.ErrLost)
+	}
 	if w.failNext {
 		w.failNext = false
 		world.printf("w%d: pre-commit %d fails; keeps %v", w.index, id, w.buf)

@@ -41,6 +41,10 @@ type worker struct {
 	// last snapshot ended (and the worker acked or declined); nil if none
 	// ran. Only the worker's goroutine reads or replaces it.
 	finishing chan struct{}
+	// finishErr is the task failure the asynchronous part ended with (the
+	// sink lost output: sink.ErrLost); written before finishing closes,
+	// read by awaitFinish.
+	finishErr error
 	// spawn runs the asynchronous part of a snapshot: `go f()`, or, in the
 	// deterministic harness, f itself at once.
 	spawn func(f func())
@@ -52,15 +56,22 @@ type worker struct {
 // run reads until ctx is done, a task error occurs, or every input ended.
 // It never reads a channel the Aligner blocked, so nothing is held back in
 // memory: a blocked channel's records wait in the channel (backpressure).
-func (w *worker) run(ctx context.Context) error {
-	defer w.awaitFinish() // the writer is closed after run returns
-	cases := make([]reflect.SelectCase, 0, len(w.ins)+2)
-	chans := make([]int, 0, len(w.ins)) // case index - 2 -> channel
+func (w *worker) run(ctx context.Context) (err error) {
+	defer func() { // the writer is closed after run returns
+		if ferr := w.awaitFinish(); err == nil {
+			err = ferr
+		}
+	}()
+	const firstInput = 3 // cases before the inputs': ctx, aborts, finishing
+	cases := make([]reflect.SelectCase, 0, len(w.ins)+firstInput)
+	chans := make([]int, 0, len(w.ins)) // case index - firstInput -> channel
 	ended := make([]bool, len(w.ins))
 	for {
 		cases = append(cases[:0],
 			reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())},
-			reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(w.aborts)})
+			reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(w.aborts)},
+			// A nil channel (no snapshot finishing) is never ready.
+			reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(w.finishing)})
 		chans = chans[:0]
 		for ch, in := range w.ins {
 			if !ended[ch] && !w.aligner.Blocked(ch) {
@@ -76,8 +87,12 @@ func (w *worker) run(ctx context.Context) error {
 			return ctx.Err()
 		case 1:
 			done, err = w.abortAligning(ctx, v.Interface().(checkpoint.ID))
+		case 2:
+			// A snapshot's asynchronous part ended: a sink that lost
+			// output fails the task now, not at the next barrier.
+			err = w.awaitFinish()
 		default:
-			ch := chans[chosen-2]
+			ch := chans[chosen-firstInput]
 			el := element{Kind: checkpoint.EndOfChannel}
 			if ok {
 				el = v.Interface().(element)
@@ -208,7 +223,9 @@ func (w *worker) process(ctx context.Context, b batch) error {
 // durable and then ack (or decline); the next snapshot, and the end of run,
 // wait for them first.
 func (w *worker) snapshot(ctx context.Context, b checkpoint.Barrier, al checkpoint.Alignment) error {
-	w.awaitFinish()
+	if err := w.awaitFinish(); err != nil {
+		return err
+	}
 	start := time.Now()
 	finish, async, err := w.takeSnapshot(ctx, b.ID)
 	m := checkpoint.Metrics{Sync: time.Since(start), Alignment: al.Duration}
@@ -226,19 +243,34 @@ func (w *worker) snapshot(ctx context.Context, b checkpoint.Barrier, al checkpoi
 		began := time.Now()
 		snap, err := finish(&m)
 		// Async: how long the rest ran on after the synchronous part.
-		// conclude fails only when the job is stopping.
 		m.Async = time.Since(began)
-		_ = w.conclude(ctx, b.ID, snap, m, err)
+		// conclude fails when the sink lost output (the task must fail:
+		// the records of the lost transaction are read again only by a
+		// restart) or when the job is stopping (ctx ended: nothing to
+		// report).
+		if err := w.conclude(ctx, b.ID, snap, m, err); err != nil && ctx.Err() == nil {
+			w.finishErr = err
+		}
 	})
-	return nil
+	select {
+	case <-done: // it ran at once (the deterministic harness)
+		return w.awaitFinish()
+	default:
+		return nil
+	}
 }
 
-// awaitFinish waits until the last asynchronous pre-commit has ended.
-func (w *worker) awaitFinish() {
-	if w.finishing != nil {
-		<-w.finishing
-		w.finishing = nil
+// awaitFinish waits until the last asynchronous pre-commit has ended and
+// returns the task failure it ended with, if any.
+func (w *worker) awaitFinish() error {
+	if w.finishing == nil {
+		return nil
 	}
+	<-w.finishing
+	w.finishing = nil
+	err := w.finishErr
+	w.finishErr = nil
+	return err
 }
 
 // conclude acks checkpoint id with snap, or declines it if err is set; a

@@ -31,10 +31,11 @@
 // # Restart
 //
 // The committables of a checkpoint name each transaction (its id, producer
-// id and epoch) and where its records lie in the log. Recover reads the
-// markers, aborts every open transaction of the job (initialising a
-// transactional id aborts what it left open; so no transaction lingers
-// after a crash, a cancel or a scale-down), and for each transaction of
+// id and epoch) and where its records lie in the log. Recover aborts every
+// open transaction of the job (initialising a transactional id aborts what
+// it left open; so no transaction lingers after a crash, a cancel or a
+// scale-down), then reads the markers (stable: none is pending any more),
+// and for each transaction of
 // the restored checkpoint that the markers show uncommitted (a crash
 // between the checkpoint's metadata and its EndTxn, a crash between two
 // writers' commits, or the broker's abort on timeout while the connector
@@ -51,8 +52,10 @@
 //
 // # Fencing
 //
-// Every process of a job uses the same transactional ids: a second
-// process initialising them aborts the first's open transactions and
+// A second process of a job with directories of its own is refused at
+// start once the job committed anything (the markers are ahead of its
+// checkpoint dir). Every process of a job uses the same transactional ids:
+// a second process initialising them aborts the first's open transactions and
 // fences its producers (PRODUCER_FENCED), whose commits then fail; a fenced
 // process fails and restarts, never committing output the other made. Two
 // processes of one job on the same directories are refused by the

@@ -105,7 +105,7 @@ func (s *Sink) Transactions(ctx context.Context, restored []sink.Committable) ([
 	if err := s.prepare(ctx); err != nil {
 		return nil, err
 	}
-	progress, err := s.readProgress(ctx)
+	progress, err := s.readProgress(ctx, false)
 	if err != nil {
 		return nil, err
 	}
@@ -237,7 +237,7 @@ func (s *Sink) one(ctx context.Context, restored []sink.Committable, id string) 
 	}
 	for _, t := range all {
 		if t.ID == id {
-			progress, err := s.readProgress(ctx)
+			progress, err := s.readProgress(ctx, false)
 			if err != nil {
 				return t, err
 			}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -58,18 +59,42 @@ func (s *Sink) addMarker(ctx context.Context, t *txn, id checkpoint.ID) error {
 	part.Metadata = &meta
 	topic.Partitions = append(topic.Partitions, part)
 	req.Topics = append(req.Topics, topic)
-	resp, err := req.RequestWith(ctx, t.cl)
-	if err != nil {
-		return fmt.Errorf("progress marker of %s: %w", t.id, err)
-	}
-	for _, rt := range resp.Topics {
-		for _, rp := range rt.Partitions {
-			if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
-				return fmt.Errorf("progress marker of %s in group %s: %w", t.id, group, err)
+	return whileConcurrent(ctx, func() error {
+		resp, err := req.RequestWith(ctx, t.cl)
+		if err != nil {
+			return fmt.Errorf("progress marker of %s: %w", t.id, err)
+		}
+		for _, rt := range resp.Topics {
+			for _, rp := range rt.Partitions {
+				if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
+					return fmt.Errorf("progress marker of %s in group %s: %w", t.id, group, err)
+				}
 			}
 		}
+		return nil
+	})
+}
+
+// whileConcurrent runs fn, a request on a transaction, again while the
+// broker answers CONCURRENT_TRANSACTIONS: the slot's previous transaction
+// is still being completed (a slot is reused as soon as its commit
+// returned). franz-go does so for the requests it makes; these two are
+// ours. It gives up after 30 s or when ctx ends.
+func whileConcurrent(ctx context.Context, fn func() error) error {
+	backoff := 10 * time.Millisecond
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := fn()
+		if !errors.Is(err, kerr.ConcurrentTransactions) || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 500*time.Millisecond)
 	}
-	return nil
 }
 
 // addGroup adds writer's progress group to t's transaction
@@ -83,10 +108,13 @@ func (s *Sink) addGroup(ctx context.Context, t *txn) error {
 	group := progressGroup(s.job, t.writer)
 	add := kmsg.NewPtrAddOffsetsToTxnRequest()
 	add.TransactionalID, add.ProducerID, add.ProducerEpoch, add.Group = t.id, pid, epoch, group
-	resp, err := add.RequestWith(ctx, t.cl)
-	if err == nil {
-		err = kerr.ErrorForCode(resp.ErrorCode)
-	}
+	err = whileConcurrent(ctx, func() error {
+		resp, err := add.RequestWith(ctx, t.cl)
+		if err == nil {
+			err = kerr.ErrorForCode(resp.ErrorCode)
+		}
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("add the progress group %s to transaction %s: %w", group, t.id, err)
 	}
@@ -94,13 +122,24 @@ func (s *Sink) addGroup(ctx context.Context, t *txn) error {
 }
 
 // readProgress returns every writer's last committed checkpoint, for every
-// progress group of the job (writers of an earlier parallelism too). It
-// reads only stable offsets: a marker whose transaction is being committed
-// is waited for.
-func (s *Sink) readProgress(ctx context.Context) (map[int]checkpoint.ID, error) {
+// progress group of the job (writers of an earlier parallelism too).
+//
+// stable reads wait for markers whose transactions are ending: a group
+// with a marker pending in a transaction answers UNSTABLE_OFFSET_COMMIT,
+// returned as a retriable error (Recover reads stable after it aborted the
+// job's open transactions, so the wait is short). Otherwise a pending
+// marker is left out: the read gives the last committed one, which is
+// what the start's check and the operator's listing want (a marker in a
+// transaction of a crashed process would otherwise hold them up until the
+// broker's transaction timeout).
+func (s *Sink) readProgress(ctx context.Context, stable bool) (map[int]checkpoint.ID, error) {
 	listed, err := s.adm.ListGroups(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list groups: %w", err)
+	}
+	fctx := ctx
+	if stable {
+		fctx = kadm.RequireStable(ctx)
 	}
 	out := map[int]checkpoint.ID{}
 	for _, g := range listed.Groups() {
@@ -108,14 +147,19 @@ func (s *Sink) readProgress(ctx context.Context) (map[int]checkpoint.ID, error) 
 		if !ok {
 			continue
 		}
-		offs, err := s.adm.FetchOffsets(kadm.RequireStable(ctx), g)
+		offs, err := s.adm.FetchOffsets(fctx, g)
 		if err != nil {
 			if errors.Is(err, kerr.GroupIDNotFound) {
 				continue
 			}
 			return nil, fmt.Errorf("progress of writer %d (group %s): %w", w, g, err)
 		}
-		if o, ok := offs.Lookup(s.cfg.Topic, 0); ok && o.Err == nil && o.At > 0 {
+		o, ok := offs.Lookup(s.cfg.Topic, 0)
+		switch {
+		case !ok:
+		case o.Err != nil:
+			return nil, fmt.Errorf("progress of writer %d (group %s): %w", w, g, o.Err)
+		case o.At > 0:
 			out[w] = checkpoint.ID(o.At)
 		}
 	}

@@ -23,10 +23,10 @@ import (
 //
 //  1. checks the topic and the transaction timeout against the broker's
 //     transaction.max.timeout.ms;
-//  2. reads every writer's progress marker;
-//  3. aborts every open transaction of the job (a transactional id's
+//  2. aborts every open transaction of the job (a transactional id's
 //     initialisation aborts what it left open): nothing of a checkpoint
 //     that did not complete stays pending, and no transaction lingers;
+//  3. reads every writer's progress marker (stable: none is pending now);
 //  4. commits the restored segments whose markers show them uncommitted
 //     by producing their records again from the log, where the aborted
 //     transaction left them, in a new transaction with their marker.
@@ -59,16 +59,18 @@ func (s *Sink) recover(ctx context.Context, restored []sink.Committable) error {
 	if err := s.prepare(ctx); err != nil {
 		return err
 	}
-	progress, err := s.readProgress(ctx)
+	// Aborted first: a marker pending in an open transaction would make
+	// the stable read wait for the broker's transaction timeout.
+	if err := s.abortOpen(ctx); err != nil {
+		return err
+	}
+	progress, err := s.readProgress(ctx, true)
 	if err != nil {
 		return unreachable(err)
 	}
 	s.mu.Lock()
 	s.progress = progress
 	s.mu.Unlock()
-	if err := s.abortOpen(ctx); err != nil {
-		return err
-	}
 	restored = slices.Clone(restored)
 	slices.SortFunc(restored, func(a, b sink.Committable) int {
 		if a.Writer != b.Writer {
@@ -102,11 +104,26 @@ func (s *Sink) prepare(ctx context.Context) error {
 	}
 	s.topicID = info.id
 	max, err := s.brokerConfig(ctx, "transaction.max.timeout.ms")
-	if err == nil && max > 0 && s.cfg.TransactionTimeout > time.Duration(max)*time.Millisecond {
-		return fmt.Errorf("%w: sink.transaction_timeout %v is longer than the brokers' transaction.max.timeout.ms (%v): lower it, or raise the brokers' maximum",
-			sink.ErrInvalidConfig, s.cfg.TransactionTimeout, time.Duration(max)*time.Millisecond)
+	switch {
+	case err != nil:
+		// Not allowed to describe it, say: the first transaction finds out
+		// (timeoutTooLong).
+		s.log.Debug().Err(err).Msg("kafka sink: cannot read the brokers' transaction.max.timeout.ms")
+	case max > 0 && s.cfg.TransactionTimeout > time.Duration(max)*time.Millisecond:
+		return s.timeoutTooLong(time.Duration(max) * time.Millisecond)
 	}
 	return nil
+}
+
+// timeoutTooLong is the error for a sink.transaction_timeout above the
+// brokers' maximum (max, 0 if unknown): a config fault.
+func (s *Sink) timeoutTooLong(max time.Duration) error {
+	limit := "transaction.max.timeout.ms"
+	if max > 0 {
+		limit = fmt.Sprintf("%s (%v)", limit, max)
+	}
+	return fmt.Errorf("%w: sink.transaction_timeout %v is longer than the brokers' %s: lower it, or raise the brokers' maximum",
+		sink.ErrInvalidConfig, s.cfg.TransactionTimeout, limit)
 }
 
 // topicInfo is what the sink knows of an output topic.
@@ -164,9 +181,19 @@ type cachedTopic struct {
 	at   time.Time
 }
 
-// brokerConfig reads a numeric config of a broker of the cluster.
+// brokerConfig reads a numeric config of a broker of the cluster. A
+// broker's static configs (server.properties) are described only when the
+// broker is named: described without one, Kafka answers the cluster-wide
+// dynamic configs alone.
 func (s *Sink) brokerConfig(ctx context.Context, key string) (int64, error) {
-	rc, err := s.adm.DescribeBrokerConfigs(ctx)
+	md, err := s.adm.BrokerMetadata(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if len(md.Brokers) == 0 {
+		return 0, fmt.Errorf("broker config %s: no broker in the metadata", key)
+	}
+	rc, err := s.adm.DescribeBrokerConfigs(ctx, md.Brokers[0].NodeID)
 	if err != nil {
 		return 0, err
 	}

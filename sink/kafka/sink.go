@@ -203,7 +203,7 @@ func (s *Sink) CommittedAfter(ctx context.Context, id checkpoint.ID) ([]string, 
 	var progress map[int]checkpoint.ID
 	err := s.retry(ctx, "at start", func() error {
 		var err error
-		progress, err = s.readProgress(ctx)
+		progress, err = s.readProgress(ctx, false)
 		return unreachable(err)
 	})
 	if err != nil {

@@ -34,7 +34,7 @@ func TestOutputIsVisibleOnlyOnceItsCheckpointCommits(t *testing.T) {
 	if got := committedValues(t, b, topic, 50); !slices.Equal(got, values(0, 50)) {
 		t.Fatalf("visible after commit: %d records, want the 50 before the barrier", len(got))
 	}
-	progress, err := s.readProgress(ctx)
+	progress, err := s.readProgress(ctx, true)
 	if err != nil || progress[0] != 1 {
 		t.Fatalf("progress = %v, %v; want writer 0 at checkpoint 1", progress, err)
 	}
@@ -255,7 +255,7 @@ func TestALostProgressMarkerDoesNotProduceTwice(t *testing.T) {
 	if _, err := s.adm.DeleteGroups(ctx, progressGroup(topic, 0)); err != nil {
 		t.Fatal(err)
 	}
-	if p, err := s.readProgress(ctx); err != nil || p[0] != 0 {
+	if p, err := s.readProgress(ctx, true); err != nil || p[0] != 0 {
 		t.Fatalf("progress after deleting the group: %v, %v; want none", p, err)
 	}
 	s2 := testSink(t, b, topic, topic, nil)
@@ -265,5 +265,75 @@ func TestALostProgressMarkerDoesNotProduceTwice(t *testing.T) {
 	}
 	if s2.committed(0) != 1 {
 		t.Errorf("progress after the restart: %d, want 1", s2.committed(0))
+	}
+}
+
+// TestARestartReadsMarkersPendingInTransactionsTheCrashLeftOpen: the
+// process commits checkpoint 1, pre-commits checkpoint 2 (its marker for
+// 2 pending in an open transaction) and dies. Checkpoint 1's records are
+// then deleted (retention). A restart from checkpoint 1 finds it committed
+// (after aborting 2's transaction the marker reads 1, not "unstable" or
+// none): it reads nothing back from the log, where 1 is gone.
+func TestARestartReadsMarkersPendingInTransactionsTheCrashLeftOpen(t *testing.T) {
+	b := kafkatest.RealCluster(t)
+	topic := kafkatest.Topic(t, b, 1)
+	s := testSink(t, b, topic, topic, nil)
+	recover_(t, s, nil)
+	w := newTestWriter(t, s, 0)
+	write(t, w, 0, 20)
+	cs := preCommit(t, w, 1)
+	if err := s.Commit(ctx, cs); err != nil {
+		t.Fatal(err)
+	}
+	w.Committed(1)
+	write(t, w, 20, 30)
+	preCommit(t, w, 2) // the crash comes before checkpoint 2 completes
+
+	// Deleted below checkpoint 2's open transaction: up to the last stable
+	// offset.
+	adm := kafkatest.Admin(t, b)
+	lso, err := adm.ListCommittedOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	del := kadm.Offsets{}
+	lso.Each(func(o kadm.ListedOffset) {
+		del.Add(kadm.Offset{Topic: topic, Partition: o.Partition, At: o.Offset, LeaderEpoch: -1})
+	})
+	if resp, err := adm.DeleteRecords(ctx, del); err != nil || resp.Error() != nil {
+		t.Fatalf("delete records: %v %v", err, resp.Error())
+	}
+
+	s2 := testSink(t, b, topic, topic, nil)
+	if after, err := s2.CommittedAfter(ctx, 1); err != nil || len(after) > 0 {
+		t.Fatalf("CommittedAfter(1) = %v, %v; want nothing after 1, at once, with 2's marker pending", after, err)
+	}
+	recover_(t, s2, cs)
+	if got := s2.committed(0); got != 1 {
+		t.Fatalf("writer 0 committed checkpoint %d after recovery, want 1", got)
+	}
+	if got := s2.stats.commits.Load(); got != 0 {
+		t.Fatalf("recovery produced %d transactions again, want none (checkpoint 1 was committed)", got)
+	}
+}
+
+// TestATransactionTimeoutAboveTheBrokersMaximumIsAConfigFault: the
+// brokers' transaction.max.timeout.ms is a static config (15 min by
+// default), read from a named broker; a sink.transaction_timeout above it
+// is refused at start as an invalid config.
+func TestATransactionTimeoutAboveTheBrokersMaximumIsAConfigFault(t *testing.T) {
+	b := kafkatest.RealCluster(t)
+	topic := kafkatest.Topic(t, b, 1)
+	s := testSink(t, b, topic, topic, func(c *Config) { c.TransactionTimeout = 16 * time.Minute })
+	max, err := s.brokerConfig(ctx, "transaction.max.timeout.ms")
+	if err != nil {
+		t.Fatalf("brokerConfig: %v", err)
+	}
+	err = s.Recover(ctx, nil)
+	if time.Duration(max)*time.Millisecond >= 16*time.Minute {
+		t.Fatalf("the test broker's transaction.max.timeout.ms is %d ms: the test needs it below 16 min", max)
+	}
+	if !errors.Is(err, sink.ErrInvalidConfig) || !strings.Contains(err.Error(), "sink.transaction_timeout 16m0s") {
+		t.Fatalf("Recover = %v, want an invalid sink config naming sink.transaction_timeout 16m0s", err)
 	}
 }

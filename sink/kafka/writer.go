@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/connector-dev/connector/checkpoint"
@@ -73,28 +74,45 @@ func (w *writer) current() *txn {
 	return w.cur
 }
 
-// begin opens a transaction in a free slot.
+// begin opens a transaction in a free slot. The writer's lock is not held
+// while the slot's client is made and its transaction begun (that may
+// reach the broker, recovering a producer id), so Stats and Committed
+// never wait on the network.
 func (w *writer) begin() (*txn, error) {
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	slot := slices.Index(w.busy, false)
 	if slot < 0 {
+		w.mu.Unlock()
 		return nil, fmt.Errorf("%w: kafka sink writer %d: all %d transactional ids hold open transactions (more failed checkpoints in a row than checkpoint.tolerable_failures?)", sink.ErrLost, w.index, len(w.busy))
 	}
-	if w.clients[slot] == nil {
-		cl, err := w.s.client(w.s.txnID(w.index, slot))
-		if err != nil {
-			return nil, fmt.Errorf("%w: kafka sink writer %d: %w", sink.ErrLost, w.index, err)
-		}
-		w.clients[slot] = cl
-	}
-	cl := w.clients[slot]
-	if err := cl.BeginTransaction(); err != nil {
-		return nil, fmt.Errorf("%w: kafka sink writer %d: begin transaction: %w", sink.ErrLost, w.index, err)
-	}
 	w.busy[slot] = true
+	cl := w.clients[slot]
+	w.mu.Unlock()
+	fail := func(err error) (*txn, error) {
+		w.mu.Lock()
+		w.busy[slot] = false
+		w.mu.Unlock()
+		return nil, err
+	}
+	if cl == nil {
+		var err error
+		if cl, err = w.s.client(w.s.txnID(w.index, slot)); err != nil {
+			return fail(fmt.Errorf("%w: kafka sink writer %d: %w", sink.ErrLost, w.index, err))
+		}
+		w.mu.Lock()
+		w.clients[slot] = cl
+		w.mu.Unlock()
+	}
+	if err := cl.BeginTransaction(); err != nil {
+		if errors.Is(err, kerr.InvalidTransactionTimeout) {
+			return fail(fmt.Errorf("kafka sink writer %d: %w (%w)", w.index, w.s.timeoutTooLong(0), err))
+		}
+		return fail(fmt.Errorf("%w: kafka sink writer %d: begin transaction: %w", sink.ErrLost, w.index, err))
+	}
 	t := &txn{id: w.s.txnID(w.index, slot), slot: slot, cl: cl, began: time.Now(), writer: w.index, ranges: map[topicPartition]*prange{}}
+	w.mu.Lock()
 	w.cur = t
+	w.mu.Unlock()
 	t.startAddGroup(w.s)
 	return t, nil
 }
@@ -239,18 +257,27 @@ func (w *writer) seal(ctx context.Context, t *txn, id checkpoint.ID) (sink.Commi
 	return c, nil
 }
 
-// abandon aborts t (best effort) and frees its slot.
+// abandon aborts t (best effort) and frees its slot. A client whose abort
+// failed (its producer fenced, the broker gone) may still think itself in
+// the transaction: it is closed, and the slot's next transaction makes a
+// new one (whose initialisation aborts whatever the broker still holds).
 func (w *writer) abandon(ctx context.Context, t *txn) {
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	if err := t.cl.AbortBufferedRecords(actx); err == nil {
-		if err := t.cl.EndTransaction(actx, kgo.TryAbort); err == nil {
-			w.s.stats.aborts.Add(1)
-		}
+	err := t.cl.AbortBufferedRecords(actx)
+	if err == nil {
+		err = t.cl.EndTransaction(actx, kgo.TryAbort)
+	}
+	if err == nil {
+		w.s.stats.aborts.Add(1)
 	}
 	w.mu.Lock()
+	defer w.mu.Unlock()
 	w.busy[t.slot] = false
-	w.mu.Unlock()
+	if err != nil && w.clients[t.slot] == t.cl {
+		w.clients[t.slot] = nil
+		go t.cl.Close()
+	}
 }
 
 func (w *writer) carriedCopy() []sink.Committable {
