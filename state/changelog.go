@@ -36,16 +36,23 @@ func (d *delta) set(key, value []byte) {
 
 func (d *delta) del(key []byte) { d.add(opDelete, key) }
 
+// add appends an entry for key (its key group first, see keys.go). The key
+// group is written as is and the rest of the key prefix-compressed against
+// the previous entry's rest: consecutive writes are of unrelated key
+// groups, so compressing the whole key would share nothing, while the rest
+// (a transform's namespace, "transform/dedup/0/...") mostly repeats.
 func (d *delta) add(op byte, key []byte) {
+	kg, rest := key[:kgLen], key[kgLen:]
 	shared := 0
-	for shared < len(key) && shared < len(d.prev) && key[shared] == d.prev[shared] {
+	for shared < len(rest) && shared < len(d.prev) && rest[shared] == d.prev[shared] {
 		shared++
 	}
 	d.buf = append(d.buf, op)
+	d.buf = append(d.buf, kg...)
 	d.buf = binary.AppendUvarint(d.buf, uint64(shared))
-	d.buf = binary.AppendUvarint(d.buf, uint64(len(key)-shared))
-	d.buf = append(d.buf, key[shared:]...)
-	d.prev = append(d.prev[:0], key...)
+	d.buf = binary.AppendUvarint(d.buf, uint64(len(rest)-shared))
+	d.buf = append(d.buf, rest[shared:]...)
+	d.prev = append(d.prev[:0], rest...)
 	d.n++
 }
 
@@ -64,22 +71,23 @@ func (d *delta) mergeOlder(older *delta) {
 
 // A changelog file holds one delta:
 //
-//	"PBCL" 0x02                                          magic, format version
+//	"PBCL" 0x03                                          magic, format version
 //	uint16 max parallelism                               big-endian
 //	{ op: 0x01 set | 0x02 delete,                        each entry
-//	  uvarint shared, uvarint len, key[shared:]          key (with its key
-//	                                                     group, see keys.go):
-//	                                                     the first shared bytes
-//	                                                     are the previous entry's
+//	  uint16 key group,                                  big-endian
+//	  uvarint shared, uvarint len, rest[shared:]         the key after its key
+//	                                                     group (keys.go): the
+//	                                                     first shared bytes are
+//	                                                     the previous entry's
 //	  (set only) uvarint len, value }
 //	uint64 entry count, uint32 CRC-32C of all before it  big-endian trailer
 //
 // A file that is cut short or altered fails its trailer check: a restore
-// refuses it rather than load part of a delta. Format 1 (keys without key
-// groups, no max parallelism) is refused.
+// refuses it rather than load part of a delta. Earlier formats (1: keys
+// without key groups; 2: whole keys prefix-compressed) are refused.
 const (
 	changelogMagic   = "PBCL"
-	changelogVersion = 2
+	changelogVersion = 3
 	changelogHeader  = len(changelogMagic) + 1 + 2
 	changelogTrailer = 12
 	opSet, opDelete  = 1, 2
@@ -158,7 +166,7 @@ func applyChangelog(fs vfs.FS, path string, db *pebble.DB, maxPar int, keep keyg
 		return 0, fmt.Errorf("changelog %s (%d bytes): %w (bad magic or checksum)", path, n, errBadChangelog)
 	}
 	if v := buf[len(changelogMagic)]; v != changelogVersion {
-		return 0, fmt.Errorf("%w: changelog %s has format %d, not %d (keys in key groups)", ErrIncompatible, path, v, changelogVersion)
+		return 0, fmt.Errorf("%w: changelog %s has format %d, not %d (keys in key groups, compressed after them)", ErrIncompatible, path, v, changelogVersion)
 	}
 	if n < changelogHeader+changelogTrailer {
 		return 0, fmt.Errorf("changelog %s (%d bytes): %w (no header)", path, n, errBadChangelog)
@@ -171,19 +179,27 @@ func applyChangelog(fs vfs.FS, path string, db *pebble.DB, maxPar int, keep keyg
 	defer b.Close()
 	var (
 		count uint64
-		key   []byte
+		key   = make([]byte, kgLen) // the key group, then the rest
 	)
 	for p := buf[changelogHeader : n-changelogTrailer]; len(p) > 0; count++ {
 		op := p[0]
-		shared, w := binary.Uvarint(p[1:])
-		ok := w > 0 && shared <= uint64(len(key))
+		ok := len(p) > 1+kgLen
+		var (
+			shared uint64
+			w      int
+		)
+		if ok {
+			shared, w = binary.Uvarint(p[1+kgLen:])
+			ok = w > 0 && shared <= uint64(len(key)-kgLen)
+		}
 		var suffix, rest []byte
 		if ok {
-			suffix, rest, ok = lengthPrefixed(p[1+w:])
+			suffix, rest, ok = lengthPrefixed(p[1+kgLen+w:])
 		}
 		var kg int
 		if ok {
-			key = append(key[:shared], suffix...)
+			copy(key, p[1:1+kgLen])
+			key = append(key[:kgLen+int(shared)], suffix...)
 			kg, ok = kgOf(key)
 		}
 		switch {

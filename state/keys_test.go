@@ -77,7 +77,7 @@ func TestRestoreRefusesAnotherMaxParallelism(t *testing.T) {
 	}{
 		"full snapshot": {full, 64, "written with max parallelism \"128\", not 64"},
 		"changelog":     {logOnly, 64, "written with max parallelism 128, not 64"},
-		"format 1":      {Chain{Changelogs: []string{old}}, 128, "has format 1, not 2"},
+		"format 1":      {Chain{Changelogs: []string{old}}, 128, "has format 1, not 3"},
 	} {
 		r := keygroup.Range{Start: 0, End: tc.max}
 		_, err := Open(Config{Dir: filepath.Join(root, "restore"), MaxParallelism: tc.max, KeyGroups: r,
