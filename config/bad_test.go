@@ -175,6 +175,11 @@ func TestBadConfigsNameFileLineAndKey(t *testing.T) {
 			want: `config.yaml:5: pipeline.parallelism: 8 is more than pipeline.max_parallelism (4), the number of key groups`,
 		},
 		{
+			name: "key_by with an empty path segment",
+			yaml: with("pipeline: {key_by: customer..id}"),
+			want: `config.yaml:5: pipeline.key_by: "customer..id" has an empty path segment`,
+		},
+		{
 			name: "zero fetch partition bytes",
 			yaml: doc("name: orders", "kafka: {brokers: [localhost:9092]}", "source:", "  topics: [orders]", "  fetch_max_partition_bytes: 0", "sink: {type: file, path: ./out}"),
 			want: `config.yaml:5: source.fetch_max_partition_bytes: must be positive, got 0B`,

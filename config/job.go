@@ -77,6 +77,14 @@ type Pipeline struct {
 	// into: the highest parallelism the job can ever be rescaled to. It
 	// cannot change once a checkpoint holds keyed state.
 	MaxParallelism int `yaml:"max_parallelism" default:"128" doc:"key groups of keyed state: the most workers the job can rescale to"`
+	// KeyBy is what a record's key group (its worker and its slice of
+	// keyed state) is computed from: "" for the Kafka record key (the
+	// partition for records without one), or the dotted path of a field
+	// of the JSON value ("customer.id"), for records whose value has it.
+	// A dedup is exact only among records of one key group, so a dedup on
+	// a field that is not the Kafka key wants key_by set to that field. It
+	// cannot change once a checkpoint holds keyed state.
+	KeyBy string `yaml:"key_by,omitempty" doc:"field of the JSON value records are shuffled and keyed by (dedup's key); default: the Kafka record key"`
 	// ChannelCapacity is the number of records each channel between tasks
 	// buffers before the sender blocks (backpressure).
 	ChannelCapacity int           `yaml:"channel_capacity" default:"1024" doc:"records buffered per channel between tasks"`

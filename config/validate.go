@@ -2,6 +2,8 @@ package config
 
 import (
 	"math"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/connector-dev/connector/internal/spec"
@@ -123,6 +125,9 @@ func (pl *Pipeline) Validate(p *Problems) {
 		p.Add("parallelism", "must be at most %d, got %d", parallelismLimit, pl.Parallelism)
 	case pl.Parallelism > pl.MaxParallelism && pl.MaxParallelism >= 1:
 		p.Add("parallelism", "%d is more than pipeline.max_parallelism (%d), the number of key groups", pl.Parallelism, pl.MaxParallelism)
+	}
+	if pl.KeyBy != "" && slices.Contains(strings.Split(pl.KeyBy, "."), "") {
+		p.Add("key_by", "%q has an empty path segment", pl.KeyBy)
 	}
 	p.Between("channel_capacity", pl.ChannelCapacity, 1, channelCapacityLimit)
 	n, c := pl.Parallelism, pl.ChannelCapacity

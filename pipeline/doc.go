@@ -13,7 +13,9 @@
 // interfaces and never switches over kinds. Each source task is a
 // source.Reader owning a share of the input; its emitter (emitter.go) puts
 // every record in its key group (hash of its key mod
-// pipeline.max_parallelism; records without a key: their partition) and
+// pipeline.max_parallelism, the key being the pipeline.key_by field of its
+// JSON value when set and present, else its Kafka key; records without
+// either: their partition) and
 // splits the batch into one bounded channel per worker, the worker whose
 // key-group range holds the group (Flink's ranges, package
 // internal/keygroup). So every worker has P input channels and aligns

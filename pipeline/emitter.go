@@ -8,6 +8,7 @@ import (
 	"github.com/connector-dev/connector/internal/keygroup"
 	"github.com/connector-dev/connector/record"
 	"github.com/connector-dev/connector/source"
+	"github.com/connector-dev/connector/transform"
 )
 
 // emitter is one source reader's output: a channel to every worker. It runs
@@ -19,15 +20,20 @@ type emitter struct {
 	outs    []chan element
 	events  chan<- checkpoint.Event
 	metrics *jobMetrics
-	maxKG   int      // max parallelism: the number of key groups
-	parts   []batch  // per-worker parts of the batch being split
-	dest    []uint32 // scratch: the worker of each record of the batch
-	counts  []int    // scratch: records per worker
+	maxKG   int                    // max parallelism: the number of key groups
+	keyBy   *transform.FieldReader // pipeline.key_by's field; nil: the Kafka key
+	parts   []batch                // per-worker parts of the batch being split
+	dest    []uint32               // scratch: the worker of each record of the batch
+	counts  []int                  // scratch: records per worker
 }
 
-func newEmitter(task task, outs []chan element, events chan<- checkpoint.Event, m *jobMetrics, maxParallelism int) *emitter {
-	return &emitter{task: task, outs: outs, events: events, metrics: m, maxKG: maxParallelism,
+func newEmitter(task task, outs []chan element, events chan<- checkpoint.Event, m *jobMetrics, maxParallelism int, keyBy string) *emitter {
+	e := &emitter{task: task, outs: outs, events: events, metrics: m, maxKG: maxParallelism,
 		parts: make([]batch, len(outs)), counts: make([]int, len(outs))}
+	if keyBy != "" {
+		e.keyBy = transform.NewFieldReader(keyBy)
+	}
+	return e
 }
 
 var _ source.Emitter = (*emitter)(nil)
@@ -36,7 +42,7 @@ func (e *emitter) Records(ctx context.Context, b []record.Record) error {
 	e.metrics.recordsIn.Add(float64(len(b)))
 	if len(e.outs) == 1 {
 		for i := range b {
-			b[i].KeyGroup = uint16(keyGroupOf(&b[i], e.maxKG))
+			b[i].KeyGroup = uint16(e.keyGroupOf(&b[i]))
 		}
 		return e.send(ctx, 0, element{Kind: checkpoint.RecordElement, Record: b, Size: batchBytes(b)})
 	}
@@ -44,7 +50,7 @@ func (e *emitter) Records(ctx context.Context, b []record.Record) error {
 	e.dest = e.dest[:0]
 	clear(e.counts)
 	for i := range b {
-		kg := keyGroupOf(&b[i], e.maxKG)
+		kg := e.keyGroupOf(&b[i])
 		b[i].KeyGroup = uint16(kg)
 		w := keygroup.OperatorOf(kg, e.maxKG, len(e.outs))
 		e.dest = append(e.dest, uint32(w))
@@ -72,15 +78,25 @@ func (e *emitter) Records(ctx context.Context, b []record.Record) error {
 }
 
 // keyGroupOf is a record's key group, which decides its worker (the one
-// whose range holds it) and the slice of keyed state it uses: by key, or by
-// partition for records without a key (which keeps them in partition
-// order). The hash is fixed (package keygroup): keyed state restored after
-// a restart, at any parallelism, meets the same keys in the same groups.
-func keyGroupOf(r *record.Record, maxParallelism int) int {
-	if len(r.Key) == 0 {
-		return int(r.Partition) % maxParallelism
+// whose range holds it) and the slice of keyed state it uses: by the
+// pipeline.key_by field of its value when set and the value has it (a
+// string's decoded content, any other value's JSON text: the string "7" and
+// the number 7 share a group), else by key, else by partition for records
+// without a key (which keeps them in partition order). A value that is not
+// JSON is routed by key: the transforms find it undecodable and apply the
+// decode-error policy. The hash is fixed (package keygroup): keyed state
+// restored after a restart, at any parallelism, meets the same keys in the
+// same groups.
+func (e *emitter) keyGroupOf(r *record.Record) int {
+	if e.keyBy != nil {
+		if v, found, err := e.keyBy.Get(r); err == nil && found {
+			return keygroup.Of(v, e.maxKG)
+		}
 	}
-	return keygroup.Of(r.Key, maxParallelism)
+	if len(r.Key) == 0 {
+		return int(r.Partition) % e.maxKG
+	}
+	return keygroup.Of(r.Key, e.maxKG)
 }
 
 // Barrier acknowledges the reader's position as its snapshot, then sends

@@ -39,7 +39,7 @@ func (a *attempt) build(r *restoredJob) (*graph, error) {
 		for w := range g.chans[i] {
 			g.chans[i][w] = make(chan element, channelCapacity(cfg.Pipeline.ChannelCapacity, batchRecords))
 		}
-		g.emitters = append(g.emitters, newEmitter(task{sourceTask, i}, g.chans[i], g.events, j.metrics, cfg.Pipeline.MaxParallelism))
+		g.emitters = append(g.emitters, newEmitter(task{sourceTask, i}, g.chans[i], g.events, j.metrics, cfg.Pipeline.MaxParallelism, cfg.Pipeline.KeyBy))
 	}
 	coord, err := checkpoint.NewCoordinator(coordinatorSettings(cfg.Checkpoint, j.rand), taskIDs(p), r.md, r.store.MaxID())
 	if err != nil {
@@ -107,7 +107,7 @@ func (a *attempt) newWorker(r *restoredJob, g *graph, w int, wr sink.Writer, mod
 	return &worker{
 		index: w, task: t, ins: ins, aligner: al, chain: chain, state: r.stores[w],
 		states: r.states, writer: wr, bad: r.bad, events: g.events, metrics: a.j.metrics,
-		aborts: make(chan checkpoint.ID, 64), spawn: a.j.spawn, maxParallelism: a.j.cfg.Pipeline.MaxParallelism,
+		aborts: make(chan checkpoint.ID, 64), spawn: a.j.spawn, maxParallelism: a.j.cfg.Pipeline.MaxParallelism, keyBy: a.j.cfg.Pipeline.KeyBy,
 		log: a.j.log.With().Str("task", t.String()).Logger(),
 	}, nil
 }

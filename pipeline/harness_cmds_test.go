@@ -46,10 +46,11 @@ var commands = map[string]command{
 	"reset-checkpoints": {run: cmdResetCheckpoints},
 }
 
-// job [parallelism=N] [max-parallelism=N] [dedup] [tolerable=N] [max-concurrent=N] [timeout=D] [on-unrestorable=fail|fall_back]
+// job [parallelism=N] [max-parallelism=N] [dedup] [key-by=FIELD] [tolerable=N] [max-concurrent=N] [timeout=D] [on-unrestorable=fail|fall_back]
 //
 // Sets the job that the next start or restart runs. Defaults: parallelism
 // 1, max-parallelism 8, no transform (dedup: a dedup on the record's id),
+// key-by unset (records keyed by their Kafka key),
 // tolerable 5, max-concurrent 1, timeout 1m, on-unrestorable fail. Prints
 // nothing.
 func cmdJob(h *harness, t *testing.T, d *datadriven.TestData) error {
@@ -63,6 +64,8 @@ func cmdJob(h *harness, t *testing.T, d *datadriven.TestData) error {
 		h.opts.timeout = parseDuration(t, timeout)
 	}
 	h.opts.dedup = d.HasArg("dedup")
+	h.opts.keyBy = ""
+	d.MaybeScanArgs(t, "key-by", &h.opts.keyBy)
 	return nil
 }
 
@@ -104,7 +107,9 @@ func cmdRestart(h *harness, t *testing.T, d *datadriven.TestData) error {
 // <keys, separated by spaces>
 //
 // Appends records to a partition of the scripted source (4 partitions);
-// each record's key is one of the keys and its value {"id": key}.
+// each record's key is one of the keys and its value {"id": key}, or
+// {"id": ID} for a key written K:ID (records with the same id and
+// different keys).
 func cmdProduce(_ *harness, t *testing.T, d *datadriven.TestData) error {
 	var p int
 	d.ScanArgs(t, "partition", &p)

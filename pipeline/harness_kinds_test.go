@@ -120,8 +120,12 @@ func (r *scriptedReader) read(ctx context.Context, em *emitter, n int) error {
 	for p := r.index; p < len(world.partitions); p += r.of {
 		for off := r.next[p]; off < len(world.partitions[p]) && (n < 0 || len(b) < n); off++ {
 			key := world.partitions[p][off]
+			_, id, _ := strings.Cut(key, ":")
+			if id == "" {
+				id = key
+			}
 			b = append(b, record.Record{Topic: "t", Partition: int32(p), Offset: int64(off),
-				Key: []byte(key), Value: fmt.Appendf(nil, `{"id":%q}`, key)})
+				Key: []byte(key), Value: fmt.Appendf(nil, `{"id":%q}`, id)})
 			names = append(names, fmt.Sprintf("p%d@%d:%s", p, off, key))
 			r.next[p] = off + 1
 		}

@@ -58,6 +58,7 @@ type harness struct {
 type harnessJob struct {
 	parallelism, maxParallelism, tolerable, maxConcurrent int
 	dedup                                                 bool
+	keyBy                                                 string
 	timeout                                               time.Duration
 	onUnrestorable                                        string
 }
@@ -109,9 +110,9 @@ kafka: {brokers: ["unused:9092"]}
 source: {type: scripted}
 checkpoint: {interval: 1h, initial_delay: 1h, timeout: %s, tolerable_failures: %d, max_concurrent: %d, on_unrestorable: %s, dir: /chk}
 state: {dir: /state}
-pipeline: {parallelism: %d, max_parallelism: %d, channel_capacity: 1000000, transforms: [%s]}
+pipeline: {parallelism: %d, max_parallelism: %d, key_by: %q, channel_capacity: 1000000, transforms: [%s]}
 sink: {type: recording}
-`, o.timeout, o.tolerable, o.maxConcurrent, o.onUnrestorable, o.parallelism, o.maxParallelism, transforms)
+`, o.timeout, o.tolerable, o.maxConcurrent, o.onUnrestorable, o.parallelism, o.maxParallelism, o.keyBy, transforms)
 	j, err := config.Parse("harness.yaml", []byte(y), func(string) (string, bool) { return "", false })
 	if err != nil {
 		h.t.Fatalf("harness config: %v", err)

@@ -81,6 +81,7 @@ func (a *attempt) loadCheckpoint() (*restoredJob, error) {
 	r := &restoredJob{restored: rs, md: md, skipped: skipped, store: st, specs: transform.Specs(cfg.Pipeline.Transforms),
 		states: &stateFiles{root: cfg.State.Dir}}
 	r.stateful = transform.Stateful(r.specs)
+	warnDedupKeys(log, r.specs, cfg.Pipeline.KeyBy)
 	if r.stateful && rs.legacyState {
 		return nil, fmt.Errorf("%w: checkpoint %d was written by a version of the connector before key groups, whose keyed state this version cannot place; restore it with that version, or start this job afresh (a new checkpoint.dir and state.dir; the source then resumes from the group's committed offsets)",
 			errPermanent, md.ID)
@@ -88,6 +89,10 @@ func (a *attempt) loadCheckpoint() (*restoredJob, error) {
 	if m := cfg.Pipeline.MaxParallelism; r.stateful && rs.maxParallelism != 0 && rs.maxParallelism != m {
 		return nil, fmt.Errorf("%w: checkpoint %d holds keyed state in %d key groups, but pipeline.max_parallelism is %d: it cannot change once a checkpoint holds keyed state; set it back to %d (pipeline.parallelism may change, up to it)",
 			errPermanent, rs.id, rs.maxParallelism, m, rs.maxParallelism)
+	}
+	if k := cfg.Pipeline.KeyBy; r.stateful && rs.maxParallelism != 0 && rs.keyBy != k {
+		return nil, fmt.Errorf("%w: checkpoint %d holds keyed state keyed by %s, but pipeline.key_by keys records by %s: it cannot change once a checkpoint holds keyed state (the state of a key would be looked for in another key group); set it back, or start this job afresh with a new checkpoint.dir and state.dir",
+			errPermanent, rs.id, keyByName(rs.keyBy), keyByName(k))
 	}
 	if md != nil {
 		log.Info().Uint64("checkpoint", uint64(md.ID)).Msg("restoring from checkpoint")

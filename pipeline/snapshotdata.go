@@ -15,14 +15,16 @@ import (
 // its keyed state (a state.Chain, paths relative to the state root): State
 // is the full snapshot ("" for none: a stateless pipeline, or state that
 // began empty), Changelogs what changed after it; KeyGroups the key groups
-// the state holds, of MaxParallelism. A checkpoint with keyed state but no
-// MaxParallelism was written before key groups existed.
+// the state holds, of MaxParallelism, keyed by KeyBy (pipeline.key_by; ""
+// the Kafka key). A checkpoint with keyed state but no MaxParallelism was
+// written before key groups existed.
 type workerData struct {
 	Committables   []sink.Committable `json:"committables,omitempty"`
 	State          string             `json:"state,omitempty"`
 	Changelogs     []string           `json:"changelogs,omitempty"`
 	KeyGroups      *keygroup.Range    `json:"key_groups,omitempty"`
 	MaxParallelism int                `json:"max_parallelism,omitempty"`
+	KeyBy          string             `json:"key_by,omitempty"`
 }
 
 func (d workerData) encode() ([]byte, error) { return json.Marshal(d) }
@@ -59,6 +61,9 @@ type restored struct {
 	// maxParallelism is the number of key groups the keyed state is split
 	// into; 0 when the checkpoint holds none, or predates key groups.
 	maxParallelism int
+	// keyBy is what the keyed state's records were keyed by
+	// (pipeline.key_by when it was written).
+	keyBy string
 	// legacyState: the checkpoint holds keyed state written before key
 	// groups existed, which this version cannot place.
 	legacyState bool
@@ -117,10 +122,11 @@ func (r *restored) addState(w int, d workerData) error {
 		r.legacyState = true
 		return nil
 	}
-	if r.maxParallelism != 0 && r.maxParallelism != d.MaxParallelism {
-		return fmt.Errorf("keyed state of %d key groups beside state of %d", d.MaxParallelism, r.maxParallelism)
+	if r.maxParallelism != 0 && (r.maxParallelism != d.MaxParallelism || r.keyBy != d.KeyBy) {
+		return fmt.Errorf("keyed state of %d key groups by %s beside state of %d by %s",
+			d.MaxParallelism, keyByName(d.KeyBy), r.maxParallelism, keyByName(r.keyBy))
 	}
-	r.maxParallelism = d.MaxParallelism
+	r.maxParallelism, r.keyBy = d.MaxParallelism, d.KeyBy
 	r.state = append(r.state, stateChain{worker: w, base: d.State, changelogs: d.Changelogs, keyGroups: *d.KeyGroups})
 	return nil
 }
@@ -130,4 +136,12 @@ func (r *restored) addState(w int, d workerData) error {
 func Committables(md *checkpoint.Metadata) ([]sink.Committable, error) {
 	r, err := fromMetadata(md)
 	return r.committables, err
+}
+
+// keyByName names what pipeline.key_by value k keys records by, for errors.
+func keyByName(k string) string {
+	if k == "" {
+		return "the Kafka key"
+	}
+	return fmt.Sprintf("field %q", k)
 }

@@ -48,9 +48,11 @@ type worker struct {
 	// spawn runs the asynchronous part of a snapshot: `go f()`, or, in the
 	// deterministic harness, f itself at once.
 	spawn func(f func())
-	// maxParallelism is the job's number of key groups, recorded with the
-	// state in every snapshot.
+	// maxParallelism is the job's number of key groups and keyBy what
+	// records are keyed by (pipeline.key_by), recorded with the state in
+	// every snapshot.
 	maxParallelism int
+	keyBy          string
 }
 
 // run reads until ctx is done, a task error occurs, or every input ended.
@@ -358,7 +360,7 @@ func sinkErr(err error) error {
 // snapshot's file list, relative to the state root.
 func (w *worker) recordChain(c state.Chain, data *workerData, snap *checkpoint.Snapshot) (err error) {
 	kg := w.state.KeyGroups()
-	data.KeyGroups, data.MaxParallelism = &kg, w.maxParallelism
+	data.KeyGroups, data.MaxParallelism, data.KeyBy = &kg, w.maxParallelism, w.keyBy
 	if data.State, err = w.states.rel(c.Base); err == nil {
 		if data.Changelogs, err = w.states.rels(c.Changelogs); err == nil {
 			snap.Files, err = w.states.rels(c.Files())

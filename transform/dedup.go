@@ -92,6 +92,11 @@ func (c *DedupConfig) problems() []error {
 //	       decoded content; for anything else, its JSON text
 //	value: 0x01 (format version), first seen as int64 big-endian Unix ms
 //
+// The KV is the record's key group's (see package state): a value is
+// remembered within one key group, so the runtime keys records by the
+// dedup's field (pipeline.key_by) for the dedup to be exact across Kafka
+// keys.
+//
 // Entries are overwritten when their value recurs after the TTL; an entry
 // whose value never recurs stays in the KV (the KV interface has no
 // iteration to expire it).

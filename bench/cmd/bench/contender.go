@@ -263,11 +263,14 @@ func freeAddr() (string, error) {
 }
 
 func connectorConfig(s spec, dir, addr string) string {
-	transforms := "[]"
+	transforms, keyBy := "[]", `""`
 	if s.dedupKey != "" {
 		// Records sharing a key are >= 100,000 ms apart (bench/cmd/load):
-		// with this TTL every record is kept and its key rewritten.
+		// with this TTL every record is kept and its key rewritten. Keyed
+		// by the dedup's key, as Flink's keyBy: records sharing it meet in
+		// one key group, so the state holds each distinct value once.
 		transforms = fmt.Sprintf("[{type: dedup, key: %s, ttl: 10s}]", s.dedupKey)
+		keyBy = s.dedupKey
 	}
 	name := "bench-" + strings.ReplaceAll(filepath.Base(dir), ".", "-")
 	sink := fmt.Sprintf("type: file\n  path: %s\n  format: jsonl", filepath.Join(dir, "out"))
@@ -300,6 +303,7 @@ state:
   dir: %s
 pipeline:
   parallelism: %d
+  key_by: %s
   transforms: %s
 sink:
   %s
@@ -307,7 +311,7 @@ http:
   addr: %s
 `, s.label, name, "${KAFKA_BROKERS}", s.topic.Name, name, s.interval, s.mode,
 		filepath.Join(dir, "data", "checkpoints"), filepath.Join(dir, "data", "state"),
-		s.parallelism, transforms, sink, addr)
+		s.parallelism, keyBy, transforms, sink, addr)
 }
 
 var addrLine = regexp.MustCompile(`(?m)^  addr: .*$`)

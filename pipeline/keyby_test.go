@@ -1,0 +1,37 @@
+package pipeline
+
+import (
+	"testing"
+
+	"github.com/connector-dev/connector/internal/keygroup"
+	"github.com/connector-dev/connector/record"
+)
+
+// TestKeyByKeysRecordsByTheFieldWhenTheValueHasIt: with pipeline.key_by, a
+// record's key group is its field's (a string's content: "7" and 7 share
+// one); a record without the field, or whose value is not JSON (the
+// transforms apply the decode-error policy to it), goes by its Kafka key,
+// and one without a key by its partition.
+func TestKeyByKeysRecordsByTheFieldWhenTheValueHasIt(t *testing.T) {
+	const m = 128
+	e := newEmitter(task{sourceTask, 0}, nil, nil, nil, m, "order.id")
+	for _, c := range []struct {
+		name string
+		r    record.Record
+		want int
+	}{
+		{"string field", record.Record{Key: []byte("k1"), Value: []byte(`{"order":{"id":"7"}}`)}, keygroup.Of([]byte("7"), m)},
+		{"number field", record.Record{Key: []byte("k2"), Value: []byte(`{"order":{"id":7}}`)}, keygroup.Of([]byte("7"), m)},
+		{"missing field", record.Record{Key: []byte("k3"), Value: []byte(`{"order":{}}`)}, keygroup.Of([]byte("k3"), m)},
+		{"null field", record.Record{Key: []byte("k4"), Value: []byte(`{"order":{"id":null}}`)}, keygroup.Of([]byte("k4"), m)},
+		{"not JSON", record.Record{Key: []byte("k5"), Value: []byte(`7,k5`)}, keygroup.Of([]byte("k5"), m)},
+		{"no field, no key", record.Record{Partition: 131, Value: []byte(`{}`)}, 131 % m},
+	} {
+		if got := e.keyGroupOf(&c.r); got != c.want {
+			t.Errorf("%s: key group %d, want %d", c.name, got, c.want)
+		}
+	}
+	if plain := newEmitter(task{sourceTask, 0}, nil, nil, nil, m, ""); plain.keyGroupOf(&record.Record{Key: []byte("k1"), Value: []byte(`{"order":{"id":"7"}}`)}) != keygroup.Of([]byte("k1"), m) {
+		t.Errorf("without key_by, a record is not keyed by its Kafka key")
+	}
+}
