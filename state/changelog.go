@@ -28,27 +28,27 @@ type delta struct {
 
 func newDelta(spare []byte) *delta { return &delta{buf: spare[:0]} }
 
-func (d *delta) set(key, value []byte) {
-	d.add(opSet, key)
+func (d *delta) set(kg uint16, key, value []byte) {
+	d.add(opSet, kg, key)
 	d.buf = binary.AppendUvarint(d.buf, uint64(len(value)))
 	d.buf = append(d.buf, value...)
 }
 
-func (d *delta) del(key []byte) { d.add(opDelete, key) }
+func (d *delta) del(kg uint16, key []byte) { d.add(opDelete, kg, key) }
 
-// add appends an entry for key (its key group first, see keys.go). The key
-// group is written as is and the rest of the key prefix-compressed against
-// the previous entry's rest: consecutive writes are of unrelated key
-// groups, so compressing the whole key would share nothing, while the rest
-// (a transform's namespace, "transform/dedup/0/...") mostly repeats.
-func (d *delta) add(op byte, key []byte) {
-	kg, rest := key[:kgLen], key[kgLen:]
+// add appends an entry for key in key group kg. The key group is written
+// as is and the key prefix-compressed against the previous entry's:
+// consecutive writes are of unrelated key groups, while the keys (a
+// transform's namespace, "transform/dedup/0/...", then often ids written in
+// order) mostly share their beginning. The entry does not depend on the
+// database's key layout (keys.go).
+func (d *delta) add(op byte, kg uint16, rest []byte) {
 	shared := 0
 	for shared < len(rest) && shared < len(d.prev) && rest[shared] == d.prev[shared] {
 		shared++
 	}
 	d.buf = append(d.buf, op)
-	d.buf = append(d.buf, kg...)
+	d.buf = binary.BigEndian.AppendUint16(d.buf, kg)
 	d.buf = binary.AppendUvarint(d.buf, uint64(shared))
 	d.buf = binary.AppendUvarint(d.buf, uint64(len(rest)-shared))
 	d.buf = append(d.buf, rest[shared:]...)
@@ -179,7 +179,8 @@ func applyChangelog(fs vfs.FS, path string, db *pebble.DB, maxPar int, keep keyg
 	defer b.Close()
 	var (
 		count uint64
-		key   = make([]byte, kgLen) // the key group, then the rest
+		key   []byte // the entry's key, after its key group
+		pk    []byte // its Pebble key
 	)
 	for p := buf[changelogHeader : n-changelogTrailer]; len(p) > 0; count++ {
 		op := p[0]
@@ -190,7 +191,7 @@ func applyChangelog(fs vfs.FS, path string, db *pebble.DB, maxPar int, keep keyg
 		)
 		if ok {
 			shared, w = binary.Uvarint(p[1+kgLen:])
-			ok = w > 0 && shared <= uint64(len(key)-kgLen)
+			ok = w > 0 && shared <= uint64(len(key))
 		}
 		var suffix, rest []byte
 		if ok {
@@ -198,19 +199,19 @@ func applyChangelog(fs vfs.FS, path string, db *pebble.DB, maxPar int, keep keyg
 		}
 		var kg int
 		if ok {
-			copy(key, p[1:1+kgLen])
-			key = append(key[:kgLen+int(shared)], suffix...)
-			kg, ok = kgOf(key)
+			kg = int(binary.BigEndian.Uint16(p[1:]))
+			key = append(key[:shared], suffix...)
+			pk = appendKey(pk[:0], uint16(kg), key)
 		}
 		switch {
 		case ok && op == opDelete:
 			if keep.Contains(kg) {
-				err = b.Delete(key, nil)
+				err = b.Delete(pk, nil)
 			}
 		case ok && op == opSet:
 			var value []byte
 			if value, rest, ok = lengthPrefixed(rest); ok && keep.Contains(kg) {
-				err = b.Set(key, value, nil)
+				err = b.Set(pk, value, nil)
 			}
 		default:
 			ok = false

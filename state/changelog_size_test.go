@@ -1,7 +1,6 @@
 package state
 
 import (
-	"encoding/binary"
 	"strconv"
 	"testing"
 )
@@ -18,9 +17,7 @@ func TestChangelogEntriesShareTheirNamespaceAcrossKeyGroups(t *testing.T) {
 	d := newDelta(nil)
 	value := make([]byte, 8)
 	for i := range n {
-		key := binary.BigEndian.AppendUint16(nil, uint16(i*37%128))
-		key = append(key, "transform/dedup/0/"+strconv.Itoa(1_000_000+i)...)
-		d.set(key, value)
+		d.set(uint16(i*37%128), []byte("transform/dedup/0/"+strconv.Itoa(1_000_000+i)), value)
 	}
 	// An entry: op 1, key group 2, shared 1, length 1, about 4 distinct
 	// bytes of the key, value length 1 and 8 bytes of value.

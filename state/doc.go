@@ -28,12 +28,14 @@
 // contiguous range of them (Config.KeyGroups, keygroup.RangeOf). Before
 // running a record through the transforms, the worker calls
 // SetKeyGroup(keygroup.Of(record key, M)); the transforms' Get, Set and
-// Delete then read and write in that key group: every Pebble key is the
-// key group (2 bytes, big-endian) followed by the transform's key, and the
-// changelogs hold these full keys. A key group's keys are therefore one
-// contiguous span of the database, which is what makes a rescale cheap.
-// Every full snapshot and changelog records M; a restore under another M is
-// refused.
+// Delete then read and write in that key group: every Pebble key is a tag
+// byte, the transform's key, then the key group (2 bytes, big-endian), and
+// the changelogs hold the key group and the key. The key group comes last
+// so that keys written in order stay together in the database (keys.go has
+// the measurements); a rescale therefore reads every key of a source to
+// pick its key groups. Every full snapshot and changelog records M; a
+// restore under another M is refused. Full snapshots of the earlier layout
+// (key group first) are rewritten at restore.
 //
 // # Snapshots: chains
 //
@@ -89,11 +91,10 @@
 // several old workers' chains (a split, a merge, or both: Flink's ranges
 // seldom align). Of the sources whose key groups meet the Store's, the one
 // with a full snapshot holding the most of them is copied into Dir by hard
-// links, and its key groups outside the Store's range dropped with range
-// deletions. Each other source's full snapshot is hard-linked into a
-// private scratch directory (Dir+".rescale", removed when Open returns),
-// opened read-only, and the Store's key groups copied out of it with a
-// bounded iterator. Every source's changelogs are then applied in order,
+// links, and its keys of key groups outside the Store's range deleted.
+// Each other source's full snapshot is hard-linked into a private scratch
+// directory (Dir+".rescale", removed when Open returns), opened read-only,
+// and the keys of the Store's key groups copied out of it. Every source's changelogs are then applied in order,
 // each entry only if its key group is the Store's. Key groups are disjoint
 // across sources, so within each one the result is that source's base and
 // changelogs, the last write winning, deletes honoured. A Store whose key

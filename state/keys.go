@@ -11,36 +11,67 @@ import (
 	"github.com/connector-dev/connector/internal/keygroup"
 )
 
-// Every state key is stored in Pebble behind its key group, two bytes
-// big-endian:
+// Every state key is stored in Pebble behind a tag byte and before its key
+// group, two bytes big-endian (layout 2):
 //
-//	kg (uint16 BE) | key as the transforms wrote it
+//	0x80 | key as the transforms wrote it | kg (uint16 BE)
 //
-// so a key group's keys are contiguous, in the order of the key groups: a
-// range of key groups is a range of Pebble keys, which a rescaled restore
-// copies with a bounded iterator and drops with DeleteRange. Key groups are
-// below keygroup.MaxLimit (0x8000): the first byte of a state key is below
-// 0x80. Keys from 0x80 on are the Store's own; only markerKey is used.
-const kgLen = 2
+// The key group comes last so that keys written in order (sequence numbers,
+// time-ordered ids) stay in order in the database whatever their key
+// groups: Pebble's flushes then overlap a narrow part of the older data and
+// compactions stay cheap. With the key group first (layout 1, the way Flink
+// lays out RocksDB), consecutive ids are scattered over every key group,
+// every flush overlaps the whole database, and a dedup over 1M in-order ids
+// spent 4x the CPU in compactions (bench/RESULTS.md). The price is paid at
+// a rescale, which reads every key of a source to pick its key groups
+// instead of a range of them; rescales are rare, writes are not.
+//
+// The key group is fixed-size and last, so a Pebble key decodes
+// unambiguously. Keys from 0xff on are the Store's own (markerKey,
+// layoutKey). Layout 1 (kg | key, first byte below 0x80 as key groups are
+// below keygroup.MaxLimit) is read from full snapshots written before, and
+// rewritten at restore (reshape).
+const (
+	kgLen         = 2
+	stateTag      = 0x80
+	currentLayout = 2
+)
 
-// kgKey is the first Pebble key of key group kg; kgKey(kg+1) bounds kg's
-// keys from above. kg may be keygroup.MaxLimit, the end of every key group.
-func kgKey(kg int) []byte { return binary.BigEndian.AppendUint16(make([]byte, 0, kgLen), uint16(kg)) }
+// appendKey appends the Pebble key of key in key group kg to dst.
+func appendKey(dst []byte, kg uint16, key []byte) []byte {
+	dst = append(append(dst, stateTag), key...)
+	return binary.BigEndian.AppendUint16(dst, kg)
+}
 
-// kgOf is the key group of a Pebble key; ok is false for a key too short to
-// have one.
-func kgOf(key []byte) (kg int, ok bool) {
-	if len(key) < kgLen {
-		return 0, false
+// decodeKey splits a Pebble state key of the given layout into its key
+// group and the transform's key; ok is false for a key that is not one.
+func decodeKey(layout int, pk []byte) (kg int, key []byte, ok bool) {
+	switch {
+	case layout == 1 && len(pk) >= kgLen && pk[0] < stateTag:
+		return int(binary.BigEndian.Uint16(pk)), pk[kgLen:], true
+	case layout == currentLayout && len(pk) >= 1+kgLen && pk[0] == stateTag:
+		return int(binary.BigEndian.Uint16(pk[len(pk)-kgLen:])), pk[1 : len(pk)-kgLen], true
 	}
-	return int(binary.BigEndian.Uint16(key)), true
+	return 0, nil, false
+}
+
+// stateSpan bounds the state keys of a layout: [lo, hi).
+func stateSpan(layout int) (lo, hi []byte) {
+	if layout == 1 {
+		return []byte{0}, []byte{stateTag}
+	}
+	return []byte{stateTag}, []byte{stateTag + 1}
 }
 
 // markerKey holds the max parallelism the state was written with, in
 // decimal. Open writes it, so every full snapshot carries it, and checks
 // it in every full snapshot it restores: state keyed with another number
-// of key groups would be read under the wrong ones.
-var markerKey = []byte("\xffstate/max_parallelism")
+// of key groups would be read under the wrong ones. layoutKey holds the
+// key layout ("2"); a full snapshot without it has layout 1.
+var (
+	markerKey = []byte("\xffstate/max_parallelism")
+	layoutKey = []byte("\xffstate/layout")
+)
 
 // ErrKeyGroup is the class of the errors of a state access outside the
 // Store's key groups: SetKeyGroup with a key group the Store does not own,
@@ -72,7 +103,7 @@ func (s *Store) SetKeyGroup(kg int) error {
 		s.kgErr = fmt.Errorf("%w %d is not in this store's range %s", ErrKeyGroup, kg, s.keyGroups)
 		return s.kgErr
 	}
-	binary.BigEndian.PutUint16(s.key, uint16(kg))
+	s.kg = uint16(kg)
 	s.kgErr = nil
 	return nil
 }
@@ -80,27 +111,47 @@ func (s *Store) SetKeyGroup(kg int) error {
 // KeyGroups returns the range of key groups the Store owns.
 func (s *Store) KeyGroups() keygroup.Range { return s.keyGroups }
 
-// pebbleKey returns key behind the current key group, in the Store's
-// scratch buffer: valid until the next call.
+// pebbleKey returns key's Pebble key in the current key group, in the
+// Store's scratch buffer: valid until the next call.
 func (s *Store) pebbleKey(key []byte) []byte {
-	s.key = append(s.key[:kgLen], key...)
+	s.key = appendKey(s.key[:0], s.kg, key)
 	return s.key
 }
 
 // checkMarker checks that db, restored from the full snapshot base, was
-// written with max parallelism maxPar.
-func checkMarker(db *pebble.DB, base string, maxPar int) error {
-	v, closer, err := db.Get(markerKey)
+// written with max parallelism maxPar, and returns its key layout.
+func checkMarker(db *pebble.DB, base string, maxPar int) (layout int, err error) {
+	recorded, found, err := getString(db, markerKey)
+	switch {
+	case err != nil:
+		return 0, fmt.Errorf("read %s's max parallelism: %w", base, err)
+	case !found:
+		return 0, fmt.Errorf("%w: full snapshot %s records no max parallelism (written before key groups)", ErrIncompatible, base)
+	}
+	if got, err := strconv.Atoi(recorded); err != nil || got != maxPar {
+		return 0, fmt.Errorf("%w: full snapshot %s was written with max parallelism %q, not %d", ErrIncompatible, base, recorded, maxPar)
+	}
+	l, found, err := getString(db, layoutKey)
+	switch {
+	case err != nil:
+		return 0, fmt.Errorf("read %s's key layout: %w", base, err)
+	case !found:
+		return 1, nil
+	case l != strconv.Itoa(currentLayout):
+		return 0, fmt.Errorf("%w: full snapshot %s has key layout %q, which this version cannot read (it reads 1 and %d)", ErrIncompatible, base, l, currentLayout)
+	}
+	return currentLayout, nil
+}
+
+// getString reads key's value as a string.
+func getString(db *pebble.DB, key []byte) (value string, found bool, err error) {
+	v, closer, err := db.Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {
-		return fmt.Errorf("%w: full snapshot %s records no max parallelism (written before key groups)", ErrIncompatible, base)
+		return "", false, nil
 	}
 	if err != nil {
-		return fmt.Errorf("read %s's max parallelism: %w", base, err)
+		return "", false, err
 	}
-	recorded := string(v)
-	_ = closer.Close()
-	if got, err := strconv.Atoi(recorded); err != nil || got != maxPar {
-		return fmt.Errorf("%w: full snapshot %s was written with max parallelism %q, not %d", ErrIncompatible, base, recorded, maxPar)
-	}
-	return nil
+	value = string(v)
+	return value, true, closer.Close()
 }

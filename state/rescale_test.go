@@ -2,6 +2,7 @@ package state
 
 import (
 	"crypto/sha256"
+	"encoding/binary"
 	"fmt"
 	"io/fs"
 	"maps"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/cockroachdb/pebble/v2"
 	"github.com/connector-dev/connector/internal/keygroup"
 )
 
@@ -194,7 +196,9 @@ func TestRestoreHardLinksTheFullSnapshot(t *testing.T) {
 	e.write(stores, 600)
 	chains := e.checkpoint(stores, 1)
 	closeAll(t, stores)
+	atChains := maps.Clone(e.saved)
 	for _, p := range []int{2, 3} {
+		e.saved = maps.Clone(atChains)
 		stores := e.open(p, chains)
 		e.check(stores)
 		if n := linkedSSTs(t, chains[0].Base, stores[0].dir); n == 0 {
@@ -288,4 +292,76 @@ func digests(t *testing.T, dir string) map[string][32]byte {
 		t.Fatalf("walk %s: %v (%d files)", dir, err, len(out))
 	}
 	return out
+}
+
+// Full snapshots written before the key group moved to the end of keys
+// (layout 1: key group first) are restored, their keys rewritten: at the
+// same parallelism, where the restored chain goes on (the next checkpoint
+// is a changelog), and at another.
+func TestFullSnapshotsOfTheFormerKeyLayoutAreRestored(t *testing.T) {
+	e := &rescaleEnv{t: t, root: t.TempDir(), max: 128, rng: rand.New(rand.NewPCG(5, 6)), saved: map[string]string{}}
+	stores := e.open(2, nil)
+	e.write(stores, 600)
+	chains := e.checkpoint(stores, 1)
+	closeAll(t, stores)
+	for _, c := range chains {
+		if c.Base == "" {
+			t.Fatalf("chain %v has no full snapshot to rewrite", c)
+		}
+		toLayout1(t, c.Base)
+	}
+	atChains := maps.Clone(e.saved)
+	for _, p := range []int{2, 3} {
+		e.saved = maps.Clone(atChains)
+		stores := e.open(p, chains)
+		e.check(stores)
+		e.write(stores, 40)
+		next := e.checkpoint(stores, 2)
+		if p == 2 && (next[0].Base != chains[0].Base || len(next[0].Changelogs) != len(chains[0].Changelogs)+1) {
+			t.Errorf("same parallelism: chain %v does not extend the restored %v", next[0], chains[0])
+		}
+		closeAll(t, stores)
+		stores = e.open(p, next)
+		e.check(stores)
+		closeAll(t, stores)
+	}
+}
+
+// toLayout1 rewrites the full snapshot in dir the way versions before
+// layout 2 wrote it: each state key as key group, then key; no layout key.
+func toLayout1(t *testing.T, dir string) {
+	t.Helper()
+	db, err := pebble.Open(dir, &pebble.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lo, hi := stateSpan(currentLayout)
+	it, err := db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := db.NewBatch()
+	n := 0
+	for it.First(); it.Valid(); it.Next() {
+		kg, key, ok := decodeKey(currentLayout, it.Key())
+		if !ok {
+			t.Fatalf("key %q", it.Key())
+		}
+		old := append(binary.BigEndian.AppendUint16(nil, uint16(kg)), key...)
+		if err := b.Set(old, it.Value(), nil); err != nil {
+			t.Fatal(err)
+		}
+		n++
+	}
+	if err := it.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n == 0 {
+		t.Fatalf("%s holds no state key", dir)
+	}
+	for _, err := range []error{b.DeleteRange(lo, hi, nil), b.Delete(layoutKey, nil), b.Commit(pebble.Sync), db.Flush(), db.Close()} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
 }

@@ -117,25 +117,40 @@ func (p restorePlan) base() string {
 func (p restorePlan) rescaled() bool { return len(p.srcs) > 0 && !p.same }
 
 // restore fills the database, opened on a copy of plan.base(), from the
-// sources, and records the max parallelism in it (markerKey).
+// sources, and records the max parallelism and the key layout in it
+// (markerKey, layoutKey). A full snapshot of an older key layout restored
+// as is (same key groups) is rewritten in the current one first; the chain
+// it belongs to is still the one the next Checkpoint extends (its
+// changelogs do not depend on the layout).
 func (s *Store) restore(cfg Config, plan restorePlan) error {
+	layout := currentLayout
 	if base := plan.base(); base != "" {
-		if err := checkMarker(s.db, base, s.maxPar); err != nil {
+		var err error
+		if layout, err = checkMarker(s.db, base, s.maxPar); err != nil {
 			return err
 		}
 	}
 	var err error
 	switch {
+	case plan.same && layout != currentLayout:
+		var n int
+		if n, _, err = s.reshape(layout); err == nil {
+			s.log.Info().Str("base", plan.base()).Int("from_layout", layout).Int("keys", n).Msg("state keys rewritten in the current layout")
+			err = s.restoreChain(plan.srcs[0].Chain)
+		}
 	case plan.same:
 		err = s.restoreChain(plan.srcs[0].Chain)
 	case plan.rescaled():
-		err = s.rescale(cfg, plan)
+		err = s.rescale(cfg, plan, layout)
 	}
 	if err != nil {
 		return err
 	}
 	if err := s.db.Set(markerKey, []byte(strconv.Itoa(s.maxPar)), pebble.NoSync); err != nil {
 		return fmt.Errorf("record the max parallelism: %w", err)
+	}
+	if err := s.db.Set(layoutKey, []byte(strconv.Itoa(currentLayout)), pebble.NoSync); err != nil {
+		return fmt.Errorf("record the key layout: %w", err)
 	}
 	return nil
 }

@@ -42,7 +42,8 @@ type Store struct {
 	// Key groups (keys.go).
 	keyGroups keygroup.Range
 	maxPar    int
-	key       []byte // scratch: the current key group, then the key of the call
+	kg        uint16 // the current key group
+	key       []byte // scratch: the Pebble key of the call
 	kgErr     error  // nil once SetKeyGroup set a key group in range
 
 	// Incremental snapshots (incremental.go).
@@ -113,7 +114,7 @@ func open(cfg Config, log zerolog.Logger, wal bool) (*Store, error) {
 		return nil, fmt.Errorf("open state %s: %w", cfg.Dir, err)
 	}
 	s := &Store{db: db, fs: cfg.FS, dir: cfg.Dir, log: log, wal: wal, shared: shared,
-		keyGroups: cfg.KeyGroups, maxPar: cfg.MaxParallelism, key: make([]byte, kgLen, 64), kgErr: errNoKeyGroup,
+		keyGroups: cfg.KeyGroups, maxPar: cfg.MaxParallelism, key: make([]byte, 0, 64), kgErr: errNoKeyGroup,
 		fullAfter: cfg.FullSnapshotAfter, delta: newDelta(nil), release: cfg.Release}
 	if cfg.KeyGroups.Len() == 1 {
 		_ = s.SetKeyGroup(cfg.KeyGroups.Start)
@@ -167,7 +168,7 @@ func (s *Store) Set(key, value []byte) error {
 		return fmt.Errorf("set state key %q: %w", key, err)
 	}
 	if s.delta != nil {
-		s.delta.set(k, value)
+		s.delta.set(s.kg, key, value)
 		s.checkDeltaSize()
 	}
 	return nil
@@ -188,7 +189,7 @@ func (s *Store) Delete(key []byte) error {
 		return fmt.Errorf("delete state key %q: %w", key, err)
 	}
 	if s.delta != nil {
-		s.delta.del(k)
+		s.delta.del(s.kg, key)
 		s.checkDeltaSize()
 	}
 	return nil
