@@ -6,6 +6,7 @@ import (
 	"hash/crc32"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -114,4 +115,58 @@ func TestDamagedChangelogIsRefused(t *testing.T) {
 			t.Errorf("%s: Open = %v, want a damaged changelog", name, err)
 		}
 	}
+}
+
+// Expire removes a range of keys from every key group at once, and is not
+// in the changelog: a restore from changelogs brings the keys back (the
+// transform that expired them reads them no more), while a full snapshot
+// taken after it does not have them.
+func TestExpireRemovesARangeFromEveryKeyGroupAndIsNotLogged(t *testing.T) {
+	root := t.TempDir()
+	kgs := keygroup.Range{Start: 0, End: 4}
+	s := openCfg(t, Config{Dir: filepath.Join(root, "work"), KeyGroups: kgs})
+	for kg := kgs.Start; kg < kgs.End; kg++ {
+		if err := s.SetKeyGroup(kg); err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range []string{"b/1", "b/2", "c/1"} {
+			set(t, s, k, "v")
+		}
+	}
+	wantKeys := func(s *Store, want ...string) {
+		t.Helper()
+		g := grouped(t, s)
+		for kg := kgs.Start; kg < kgs.End; kg++ {
+			var got []string
+			for k := range g[kg] {
+				got = append(got, k)
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, want) {
+				t.Fatalf("key group %d holds %v, want %v", kg, got, want)
+			}
+		}
+	}
+	if err := s.Expire([]byte("b/"), []byte("b0")); err != nil {
+		t.Fatal(err)
+	}
+	wantKeys(s, "c/1")
+	chain := checkpointT(t, s, filepath.Join(root, "chk"), 1)
+	if chain.Base != "" {
+		t.Fatalf("checkpoint 1 took a full snapshot (%s), want a changelog", chain.Base)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r := openCfg(t, Config{Dir: filepath.Join(root, "work2"), KeyGroups: kgs, Restore: []Restore{{Chain: chain, KeyGroups: kgs}}})
+	wantKeys(r, "b/1", "b/2", "c/1")
+	if err := r.Expire([]byte("b/"), []byte("b0")); err != nil {
+		t.Fatal(err)
+	}
+	full := filepath.Join(root, "full")
+	if _, err := r.Snapshot(full); err != nil {
+		t.Fatal(err)
+	}
+	f := openCfg(t, Config{Dir: filepath.Join(root, "work3"), KeyGroups: kgs, Restore: []Restore{{Chain: Chain{Base: full}, KeyGroups: kgs}}})
+	wantKeys(f, "c/1")
 }

@@ -195,6 +195,25 @@ func (s *Store) Delete(key []byte) error {
 	return nil
 }
 
+// Expire removes the keys in [start, end) from every key group of the
+// Store, to free space (transform.KV documents the contract): the range
+// deletion is not in the changelog, so a restore from changelogs brings
+// the keys back until the transform expires them again, and a full
+// snapshot taken after it no longer holds them. No key may be a proper
+// prefix of start or end: the key group after each key would decide which
+// side of the bound it falls on.
+func (s *Store) Expire(start, end []byte) error {
+	if s.db == nil {
+		return ErrClosed
+	}
+	lo := append([]byte{stateTag}, start...)
+	hi := append([]byte{stateTag}, end...)
+	if err := s.db.DeleteRange(lo, hi, pebble.NoSync); err != nil {
+		return fmt.Errorf("expire state keys [%q, %q): %w", start, end, err)
+	}
+	return nil
+}
+
 // Close closes the database. Unsnapshotted writes are lost, by design; the
 // working directory stays on disk until the next Open wipes it. Snapshot
 // directories are not touched. Close after Close returns ErrClosed.

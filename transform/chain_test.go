@@ -132,9 +132,9 @@ func TestBuildAndNewValidate(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustApply(t, c, rec(`{"a":1,"b":1}`))
-	for _, k := range []string{"transform/dedup/0/1", "transform/dedup/1/1"} {
-		if _, ok, _ := kv.Get([]byte(k)); !ok {
-			t.Errorf("no state under %s", k)
+	for _, ns := range []string{"transform/dedup/0/\x00", "transform/dedup/1/\x00"} {
+		if n := kv.count(ns, "1"); n != 1 {
+			t.Errorf("%d entries for 1 under %q, want 1", n, ns)
 		}
 	}
 	bad := []struct {

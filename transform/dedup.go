@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -86,33 +87,57 @@ func (c *DedupConfig) problems() []error {
 // with null there) cannot be a duplicate: it is kept and counted in
 // KeyMissing. A value that is not a JSON object is an ErrDecode error.
 //
-// State layout (one entry per remembered value):
-//
-//	key:   "transform/dedup/" Name "/" then, for a string, '"' and its
-//	       decoded content; for anything else, its JSON text
-//	value: 0x01 (format version), first seen as int64 big-endian Unix ms
-//
 // The KV is the record's key group's (see package state): a value is
 // remembered within one key group, so the runtime keys records by the
 // dedup's field (pipeline.key_by) for the dedup to be exact across Kafka
 // keys.
 //
-// Entries are overwritten when their value recurs after the TTL; an entry
-// whose value never recurs stays in the KV (the KV interface has no
-// iteration to expire it).
+// # State, and how it stays bounded
+//
+// Entries live in time buckets one TTL wide, by first seen: a window that
+// matters to a record at time t began after t - TTL, so it is in t's
+// bucket or the one before (or, for a record older than windows begun
+// after it, the one after, looked at only once a record of that bucket was
+// seen). A lookup reads those buckets, newest first; the first entry found
+// is the value's current window. When the newest record time seen enters a
+// new bucket B, every bucket below B-1 is removed with one range deletion
+// (KV.Expire), which compactions turn into free space: the state holds at
+// most two TTLs of first sightings, whether values repeat or not. A record
+// more than a TTL older than the newest seen may therefore miss a window
+// whose bucket is gone, and be kept.
+//
+//	key:   "transform/dedup/" Name "/" 0x00, bucket (int64 big-endian, sign
+//	       bit flipped: buckets sort in time order), then, for a string,
+//	       '"' and its decoded content; for anything else, its JSON text
+//	value: 0x01 (format version), first seen as int64 big-endian Unix ms
+//
+// Earlier versions kept one entry per value, without bucket ("transform/
+// dedup/" Name "/" then the value), never removed. A Dedup reads those too
+// during the first two TTLs of record time after it starts (a process start
+// or a restore), and then removes them all: by then every one of them is
+// expired.
 type Dedup struct {
 	path       []string
 	ttl        int64 // ms
 	kv         KV
-	key        []byte // prefix, then the value being looked up
-	prefix     int
+	ns         []byte // "transform/dedup/" Name "/"
+	key        []byte // scratch: the key being looked up
+	val        []byte // scratch: the value looked up
 	keyMissing atomic.Uint64
 	solo       solo
+
+	started   bool
+	maxSeen   int64 // the newest record time seen, ms
+	expiredTo int64 // buckets below it were expired, once started
+	legacyEnd int64 // unbucketed entries are read until maxSeen reaches it; 0: no longer
 }
 
 var _ Transform = (*Dedup)(nil)
 
-const dedupFormat = 1
+const (
+	dedupFormat = 1
+	bucketTag   = 0x00 // after the namespace: a bucketed entry
+)
 
 // NewDedup validates cfg and returns its Dedup, keeping state in kv.
 func NewDedup(cfg DedupConfig, kv KV) (*Dedup, error) {
@@ -125,8 +150,8 @@ func NewDedup(cfg DedupConfig, kv KV) (*Dedup, error) {
 		return nil, configError("dedup", "no state store (KV) given")
 	}
 	path := strings.Split(cfg.Key, ".")
-	key := []byte("transform/dedup/" + cfg.Name + "/")
-	return &Dedup{path: path, ttl: cfg.TTL.Milliseconds(), kv: kv, key: key, prefix: len(key)}, nil
+	ns := []byte("transform/dedup/" + cfg.Name + "/")
+	return &Dedup{path: path, ttl: cfg.TTL.Milliseconds(), kv: kv, ns: ns}, nil
 }
 
 func badNameRune(r rune) bool {
@@ -152,34 +177,114 @@ func (t *Dedup) applyDoc(r *record.Record, d *document) (bool, error) {
 		t.keyMissing.Add(1)
 		return true, nil
 	}
-	k := t.key[:t.prefix]
 	switch {
 	case raw[0] != '"':
-		k = append(k, raw...)
+		t.val = append(t.val[:0], raw...)
 	case bytes.IndexByte(raw, '\\') < 0:
-		k = append(k, raw[:len(raw)-1]...)
+		t.val = append(t.val[:0], raw[:len(raw)-1]...)
 	default:
-		k = append(append(k, '"'), unquote(raw)...)
+		t.val = append(append(t.val[:0], '"'), unquote(raw)...)
 	}
-	t.key = k
 	now := r.Timestamp.UnixMilli()
-	v, seen, err := t.kv.Get(k)
+	if err := t.advance(now); err != nil {
+		return false, fmt.Errorf("%w: dedup expire: %w", ErrState, err)
+	}
+	first, seen, err := t.lookup(now)
 	if err != nil {
 		return false, fmt.Errorf("%w: dedup get: %w", ErrState, err)
 	}
-	if seen {
-		if len(v) != 9 || v[0] != dedupFormat {
-			return false, fmt.Errorf("%w: dedup entry %q: unknown format (%d bytes)", ErrState, k, len(v))
-		}
-		if first := int64(binary.BigEndian.Uint64(v[1:])); now < first+t.ttl {
-			return false, nil
-		}
+	if seen && now < first+t.ttl {
+		return false, nil
 	}
-	var val [9]byte
-	val[0] = dedupFormat
-	binary.BigEndian.PutUint64(val[1:], uint64(now))
-	if err := t.kv.Set(k, val[:]); err != nil {
+	var v [9]byte
+	v[0] = dedupFormat
+	binary.BigEndian.PutUint64(v[1:], uint64(now))
+	if err := t.kv.Set(t.bucketKey(t.bucket(now)), v[:]); err != nil {
 		return false, fmt.Errorf("%w: dedup set: %w", ErrState, err)
 	}
 	return true, nil
+}
+
+// bucket is the time bucket of record time ms.
+func (t *Dedup) bucket(ms int64) int64 {
+	b := ms / t.ttl
+	if ms < 0 && ms%t.ttl != 0 {
+		b--
+	}
+	return b
+}
+
+// bucketPrefix appends the namespace and bucket b to dst.
+func (t *Dedup) bucketPrefix(dst []byte, b int64) []byte {
+	dst = append(append(dst, t.ns...), bucketTag)
+	return binary.BigEndian.AppendUint64(dst, uint64(b)^1<<63)
+}
+
+// bucketKey is the key of the current value in bucket b, in t.key.
+func (t *Dedup) bucketKey(b int64) []byte {
+	t.key = append(t.bucketPrefix(t.key[:0], b), t.val...)
+	return t.key
+}
+
+// lookup finds the current value's window: its first sighting in the
+// newest bucket that has one, of those that can matter at record time now.
+func (t *Dedup) lookup(now int64) (first int64, seen bool, err error) {
+	b := t.bucket(now)
+	from := b
+	if t.maxSeen >= (b+1)*t.ttl {
+		from = b + 1
+	}
+	for c := from; c >= b-1; c-- {
+		if first, seen, err = t.get(t.bucketKey(c)); seen || err != nil {
+			return first, seen, err
+		}
+	}
+	if t.legacyEnd != 0 {
+		t.key = append(append(t.key[:0], t.ns...), t.val...)
+		return t.get(t.key)
+	}
+	return 0, false, nil
+}
+
+// get reads an entry's first sighting.
+func (t *Dedup) get(k []byte) (first int64, ok bool, err error) {
+	v, ok, err := t.kv.Get(k)
+	if err != nil || !ok {
+		return 0, false, err
+	}
+	if len(v) != 9 || v[0] != dedupFormat {
+		return 0, false, fmt.Errorf("dedup entry %q: unknown format (%d bytes)", k, len(v))
+	}
+	return int64(binary.BigEndian.Uint64(v[1:])), true, nil
+}
+
+// advance moves the newest record time seen to now if later, and expires
+// what no lookup reads any more: the buckets below the one before the
+// newest, and the unbucketed entries of earlier versions two TTLs after
+// the first record.
+func (t *Dedup) advance(now int64) error {
+	if !t.started {
+		t.started, t.maxSeen = true, now
+		t.legacyEnd = max(now+2*t.ttl, 1)
+		t.expiredTo = math.MinInt64
+	}
+	t.maxSeen = max(t.maxSeen, now)
+	if keep := t.bucket(t.maxSeen) - 1; keep > t.expiredTo {
+		lo := t.bucketPrefix(nil, math.MinInt64)
+		if err := t.kv.Expire(lo, t.bucketPrefix(nil, keep)); err != nil {
+			return err
+		}
+		t.expiredTo = keep
+	}
+	if t.legacyEnd != 0 && t.maxSeen >= t.legacyEnd {
+		// Unbucketed values begin with their JSON text's first byte, at
+		// least '"'; the namespace's end is its '/' plus one.
+		lo := append(slices.Clone(t.ns), bucketTag+1)
+		hi := append(slices.Clone(t.ns[:len(t.ns)-1]), '/'+1)
+		if err := t.kv.Expire(lo, hi); err != nil {
+			return err
+		}
+		t.legacyEnd = 0
+	}
+	return nil
 }

@@ -1,7 +1,9 @@
 package transform
 
 import (
+	"encoding/binary"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -139,5 +141,70 @@ func TestMemKVDelete(t *testing.T) {
 	kv.Delete([]byte("k"))
 	if _, ok, _ := kv.Get([]byte("k")); ok || kv.Len() != 0 {
 		t.Error("Delete left the key")
+	}
+}
+
+// count is how many keys of kv begin with prefix and end with suffix.
+func (kv *MemKV) count(prefix, suffix string) int {
+	n := 0
+	for k := range kv.m {
+		if strings.HasPrefix(k, prefix) && strings.HasSuffix(k, suffix) {
+			n++
+		}
+	}
+	return n
+}
+
+// Values that never repeat do not pile up: a dedup keeps the first
+// sightings of at most about two TTLs (its time buckets), while every
+// repeat within the TTL is still dropped.
+func TestDedupStateStaysBoundedWhenValuesNeverRepeat(t *testing.T) {
+	kv := NewMemKV()
+	d := newDedup(t, kv, "d", "id", time.Minute)
+	most := 0
+	for i := range 3600 { // an hour, a new id every second
+		at := t0.Add(time.Duration(i) * time.Second)
+		if !mustApply(t, d, recAt(fmt.Sprintf(`{"id":%d}`, i), at)) {
+			t.Fatalf("id %d dropped at its first sighting", i)
+		}
+		if i >= 59 && mustApply(t, d, recAt(fmt.Sprintf(`{"id":%d}`, i-59), at)) {
+			t.Fatalf("id %d kept 59 s after its first sighting (TTL 1m)", i-59)
+		}
+		most = max(most, kv.Len())
+	}
+	if most > 2*60+1 {
+		t.Errorf("state held up to %d entries for 60 ids a TTL, want at most %d", most, 2*60+1)
+	}
+}
+
+// Entries written by earlier versions (one per value, no time bucket) are
+// still read, until two TTLs of record time after the dedup starts; then
+// they are removed.
+func TestDedupReadsThenRemovesTheEntriesOfEarlierVersions(t *testing.T) {
+	kv := NewMemKV()
+	var v [9]byte
+	v[0] = dedupFormat
+	binary.BigEndian.PutUint64(v[1:], uint64(t0.UnixMilli()))
+	for _, k := range []string{`transform/dedup/d/"a`, `transform/dedup/d/7`, `transform/dedup/dd/7`} {
+		if err := kv.Set([]byte(k), v[:]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := newDedup(t, kv, "d", "id", time.Minute)
+	if mustApply(t, d, recAt(`{"id":"a"}`, t0.Add(30*time.Second))) {
+		t.Error("a repeat within the TTL of an earlier version's entry was kept")
+	}
+	if !mustApply(t, d, recAt(`{"id":7}`, t0.Add(61*time.Second))) {
+		t.Error("a repeat after the TTL of an earlier version's entry was dropped")
+	}
+	if kv.count(`transform/dedup/d/"`, "") != 1 {
+		t.Error("the earlier version's entries were removed too soon")
+	}
+	mustApply(t, d, recAt(`{"id":"b"}`, t0.Add(151*time.Second))) // two TTLs after the first record
+	if n := kv.count(`transform/dedup/d/"`, "") + kv.count(`transform/dedup/d/7`, ""); n != 0 {
+		t.Errorf("%d entries of the earlier version are left", n)
+	}
+	if kv.count(`transform/dedup/dd/7`, "") != 1 {
+		t.Error("another dedup's entry was removed")
 	}
 }

@@ -29,7 +29,8 @@ func mustApply(t *testing.T, tr Transform, r *record.Record) bool {
 	return keep
 }
 
-// failKV is a KV whose every call fails.
+// failKV is a KV whose every read and write fails; expiring succeeds (it
+// holds nothing to free), so that a dedup's first call to fail is Get.
 type failKV struct{}
 
 var errDisk = errors.New("disk on fire")
@@ -37,3 +38,4 @@ var errDisk = errors.New("disk on fire")
 func (failKV) Get([]byte) ([]byte, bool, error) { return nil, false, errDisk }
 func (failKV) Set([]byte, []byte) error         { return errDisk }
 func (failKV) Delete([]byte) error              { return errDisk }
+func (failKV) Expire([]byte, []byte) error      { return nil }

@@ -34,5 +34,15 @@ func (kv *MemKV) Delete(key []byte) error {
 	return nil
 }
 
+// Expire removes the keys in [start, end).
+func (kv *MemKV) Expire(start, end []byte) error {
+	for k := range kv.m {
+		if k >= string(start) && k < string(end) {
+			delete(kv.m, k)
+		}
+	}
+	return nil
+}
+
 // Len returns the number of entries.
 func (kv *MemKV) Len() int { return len(kv.m) }

@@ -42,10 +42,19 @@ type Transform interface {
 // Get returns the value under key; the caller may use it until its next
 // call on the KV. Set and Delete must not retain key or value after they
 // return: callers reuse those buffers. Any error is fatal for the task.
+//
+// Get, Set and Delete act in the record's key group; Expire in all of the
+// KV's at once. It removes the keys k with start <= k < end, to free the
+// space of state the transform will never read again (a dedup's expired
+// entries): it is not part of the state's history, so a restore may bring
+// such keys back (state package: changelogs do not record it), and the
+// transform must not tell them apart from absent keys by reading them. No
+// key may be a proper prefix of start or of end.
 type KV interface {
 	Get(key []byte) (value []byte, ok bool, err error)
 	Set(key, value []byte) error
 	Delete(key []byte) error
+	Expire(start, end []byte) error
 }
 
 // Kinds of built-in transforms, as written in the config's "type".

@@ -265,11 +265,14 @@ func freeAddr() (string, error) {
 func connectorConfig(s spec, dir, addr string) string {
 	transforms, keyBy := "[]", `""`
 	if s.dedupKey != "" {
-		// Records sharing a key are >= 100,000 ms apart (bench/cmd/load):
-		// with this TTL every record is kept and its key rewritten. Keyed
-		// by the dedup's key, as Flink's keyBy: records sharing it meet in
-		// one key group, so the state holds each distinct value once.
-		transforms = fmt.Sprintf("[{type: dedup, key: %s, ttl: 10s}]", s.dedupKey)
+		// Records sharing a key are s.keys ms apart (bench/cmd/load: one
+		// ms between records, key i mod keys): a TTL of 0.9 of that keeps
+		// every record and rewrites its key, and the dedup remembers about
+		// 0.9 x keys values at any time (older time buckets expire), the
+		// state the label names. Keyed by the dedup's key, as Flink's
+		// keyBy: records sharing it meet in one key group.
+		ttl := max(time.Second, time.Duration(s.keys)*time.Millisecond*9/10)
+		transforms = fmt.Sprintf("[{type: dedup, key: %s, ttl: %s}]", s.dedupKey, ttl)
 		keyBy = s.dedupKey
 	}
 	name := "bench-" + strings.ReplaceAll(filepath.Base(dir), ".", "-")
