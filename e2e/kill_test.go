@@ -13,7 +13,8 @@ import (
 // start) and restarted each time; then it drains, is stopped with SIGTERM
 // (exit 0), and its visible output holds every id exactly once. With a dedup
 // transform, some ids are also produced twice on purpose, and still appear
-// once; its state.full_snapshot_after is small, so that full snapshots are
+// once, although each copy has a Kafka key of its own (the job is keyed by
+// the id: pipeline.key_by); its state.full_snapshot_after is small, so that full snapshots are
 // taken often (in the background while the worker writes on, or at a
 // barrier after a restart's backlog) and the kills land around them too.
 // Which kinds of state restore the kills led to depends on where they
@@ -22,20 +23,24 @@ import (
 func TestExactlyOnceUnderRandomSIGKILL(t *testing.T) {
 	b := cluster(t)
 	dedup := []map[string]any{{"type": "dedup", "key": "id", "ttl": "1h"}}
+	keyByID := map[string]map[string]any{"pipeline": {"key_by": "id"}}
 	for _, tc := range []struct {
-		name     string
-		spec     jobSpec
-		dupEvery int
+		name string
+		spec jobSpec
+		dups producerSpec
 	}{
-		{"parallelism-1", jobSpec{Parallelism: 1}, 0},
-		{"parallelism-4", jobSpec{Parallelism: 4}, 0},
-		{"parallelism-4-dedup", jobSpec{Parallelism: 4, Transforms: dedup, FullSnapshotAfter: "32KiB"}, 20},
+		{"parallelism-1", jobSpec{Parallelism: 1}, producerSpec{}},
+		{"parallelism-4", jobSpec{Parallelism: 4}, producerSpec{}},
+		{"parallelism-4-dedup", jobSpec{Parallelism: 4, Transforms: dedup, FullSnapshotAfter: "32KiB", Config: keyByID},
+			producerSpec{DupEvery: 20, CopyKey: "-copy"}},
 	} {
-		t.Run(tc.name, func(t *testing.T) { randomKills(t, b, tc.spec, tc.dupEvery) })
+		t.Run(tc.name, func(t *testing.T) { randomKills(t, b, tc.spec, tc.dups) })
 	}
 }
 
-func randomKills(t *testing.T, b kafkatest.Brokers, spec jobSpec, dupEvery int) {
+// randomKills runs the kill test of spec; dups says which ids are produced
+// twice (DupEvery, CopyKey).
+func randomKills(t *testing.T, b kafkatest.Brokers, spec jobSpec, dups producerSpec) {
 	const (
 		n        = 200_000
 		rate     = 5_000 // ids/s: production spans about 40 s of kills
@@ -44,7 +49,8 @@ func randomKills(t *testing.T, b kafkatest.Brokers, spec jobSpec, dupEvery int) 
 	)
 	spec.Partitions = 6
 	j := newJob(t, b, spec)
-	prod := startProducer(t, b, j.topic, producerSpec{N: n, Rate: rate, DupEvery: dupEvery})
+	dups.N, dups.Rate = n, rate
+	prod := startProducer(t, b, j.topic, dups)
 	t0 := time.Now()
 	kills := j.killWhileProducing(prod, minKills, maxKills)
 	mid, err := j.out.read()
@@ -63,7 +69,7 @@ func randomKills(t *testing.T, b kafkatest.Brokers, spec jobSpec, dupEvery int) 
 	j.terminate(p, time.Minute)
 
 	extra := ""
-	if dupEvery > 0 {
+	if dups.DupEvery > 0 {
 		extra = fmt.Sprintf("input_duplicates=%d", prod.dups.Load())
 	}
 	j.requireExactlyOnce(n, kills, extra)

@@ -27,6 +27,10 @@ type producerSpec struct {
 	N        int
 	Rate     float64
 	DupEvery int
+	// CopyKey, if set, is appended to the Kafka key of each duplicate: a
+	// copy then lands in another partition (and reader) than its id, and
+	// only a job keyed by the id (pipeline.key_by) can drop it.
+	CopyKey string
 }
 
 // producer sends ids in a goroutine. Its counters may be read at any time;
@@ -89,7 +93,11 @@ func (p *producer) run(ctx context.Context) {
 		} else {
 			p.sent.Add(1)
 		}
-		r := &kgo.Record{Key: []byte(strconv.Itoa(id)), Value: recordValue(id, dup)}
+		key := strconv.Itoa(id)
+		if dup {
+			key += p.spec.CopyKey
+		}
+		r := &kgo.Record{Key: []byte(key), Value: recordValue(id, dup)}
 		p.cl.Produce(ctx, r, func(_ *kgo.Record, err error) {
 			if err != nil && ctx.Err() == nil {
 				p.fail(fmt.Errorf("produce id %d: %w", id, err))
