@@ -77,7 +77,8 @@ func (s *Store) reshape(layout int) (kept, dropped int, err error) {
 	b := newBatcher(s.db)
 	defer b.close()
 	var pk []byte
-	err = scanState(s.db, layout, func(it *pebble.Iterator, kg int, key []byte) error {
+	lo, hi := stateSpan(layout)
+	err = scanState(s.db, layout, lo, hi, func(it *pebble.Iterator, kg int, key []byte) error {
 		switch {
 		case !s.keyGroups.Contains(kg):
 			dropped++
@@ -101,7 +102,6 @@ func (s *Store) reshape(layout int) (kept, dropped int, err error) {
 		return kept, dropped, err
 	}
 	if layout != currentLayout {
-		lo, hi := stateSpan(layout)
 		if err := b.b.DeleteRange(lo, hi, nil); err != nil {
 			return kept, dropped, err
 		}
@@ -109,11 +109,11 @@ func (s *Store) reshape(layout int) (kept, dropped int, err error) {
 	return kept, dropped, b.commit()
 }
 
-// scanState calls fn with every state key of db, whose key layout is
-// layout, in order: the iterator positioned on it, its key group and the
-// transform's key (valid until fn returns). It stops at fn's first error.
-func scanState(db *pebble.DB, layout int, fn func(it *pebble.Iterator, kg int, key []byte) error) (err error) {
-	lo, hi := stateSpan(layout)
+// scanState calls fn with every state key of db in [lo, hi), whose key
+// layout is layout, in order: the iterator positioned on it, its key group
+// and the transform's key (valid until fn returns). It stops at fn's first
+// error.
+func scanState(db *pebble.DB, layout int, lo, hi []byte, fn func(it *pebble.Iterator, kg int, key []byte) error) (err error) {
 	it, err := db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
 	if err != nil {
 		return err
@@ -162,7 +162,8 @@ func (s *Store) copyKeyGroups(tmp, base string, in keygroup.Range) (n int, err e
 	b := newBatcher(s.db)
 	defer b.close()
 	var pk []byte
-	err = scanState(src, layout, func(it *pebble.Iterator, kg int, key []byte) error {
+	lo, hi := stateSpan(layout)
+	err = scanState(src, layout, lo, hi, func(it *pebble.Iterator, kg int, key []byte) error {
 		if !in.Contains(kg) {
 			return nil
 		}

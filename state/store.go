@@ -214,6 +214,28 @@ func (s *Store) Expire(start, end []byte) error {
 	return nil
 }
 
+// Scan calls fn with every key in [start, end) of every key group of the
+// Store (the transform's key, without its key group) and its value, both
+// valid during the call, in key order; a key held in several key groups
+// comes once for each. The same bounds rule as Expire's applies.
+func (s *Store) Scan(start, end []byte, fn func(key, value []byte) error) error {
+	if s.db == nil {
+		return ErrClosed
+	}
+	lo, hi := append([]byte{stateTag}, start...), append([]byte{stateTag}, end...)
+	err := scanState(s.db, currentLayout, lo, hi, func(it *pebble.Iterator, _ int, key []byte) error {
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return err
+		}
+		return fn(key, v)
+	})
+	if err != nil {
+		return fmt.Errorf("scan state keys [%q, %q): %w", start, end, err)
+	}
+	return nil
+}
+
 // Close closes the database. Unsnapshotted writes are lost, by design; the
 // working directory stays on disk until the next Open wipes it. Snapshot
 // directories are not touched. Close after Close returns ErrClosed.

@@ -3,7 +3,9 @@ package transform
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"hash/maphash"
 	"math"
 	"slices"
 	"strings"
@@ -106,6 +108,18 @@ func (c *DedupConfig) problems() []error {
 // more than a TTL older than the newest seen may therefore miss a window
 // whose bucket is gone, and be kept.
 //
+// Most lookups are for values not seen within the TTL, and a KV lookup
+// costs an iterator per level even for an absent key. So a Dedup keeps, per
+// bucket, its values' 64-bit hashes in memory (index), each with the latest
+// first sighting of the values of that hash, and reads the KV only when
+// that sighting is within the TTL (a repeat, or a collision, one in 2^64),
+// or for a bucket it has no index of: one before it started, or one whose
+// index grew past indexCap values (then dropped, to bound memory). An
+// entry past its TTL in a bucket means every entry of the value in that
+// bucket and older ones is too. At its first record
+// it expires the old buckets and builds the sets of the others by scanning
+// them (KV.Scan): after a restore that is the state of the checkpoint.
+//
 //	key:   "transform/dedup/" Name "/" 0x00, bucket (int64 big-endian, sign
 //	       bit flipped: buckets sort in time order), then, for a string,
 //	       '"' and its decoded content; for anything else, its JSON text
@@ -130,6 +144,8 @@ type Dedup struct {
 	maxSeen   int64 // the newest record time seen, ms
 	expiredTo int64 // buckets below it were expired, once started
 	legacyEnd int64 // unbucketed entries are read until maxSeen reaches it; 0: no longer
+	index     index
+	hash      uint64 // the current value's
 }
 
 var _ Transform = (*Dedup)(nil)
@@ -151,7 +167,7 @@ func NewDedup(cfg DedupConfig, kv KV) (*Dedup, error) {
 	}
 	path := strings.Split(cfg.Key, ".")
 	ns := []byte("transform/dedup/" + cfg.Name + "/")
-	return &Dedup{path: path, ttl: cfg.TTL.Milliseconds(), kv: kv, ns: ns}, nil
+	return &Dedup{path: path, ttl: cfg.TTL.Milliseconds(), kv: kv, ns: ns, index: index{seed: maphash.MakeSeed()}}, nil
 }
 
 func badNameRune(r rune) bool {
@@ -185,6 +201,7 @@ func (t *Dedup) applyDoc(r *record.Record, d *document) (bool, error) {
 	default:
 		t.val = append(append(t.val[:0], '"'), unquote(raw)...)
 	}
+	t.hash = maphash.Bytes(t.index.seed, t.val)
 	now := r.Timestamp.UnixMilli()
 	if err := t.advance(now); err != nil {
 		return false, fmt.Errorf("%w: dedup expire: %w", ErrState, err)
@@ -199,9 +216,11 @@ func (t *Dedup) applyDoc(r *record.Record, d *document) (bool, error) {
 	var v [9]byte
 	v[0] = dedupFormat
 	binary.BigEndian.PutUint64(v[1:], uint64(now))
-	if err := t.kv.Set(t.bucketKey(t.bucket(now)), v[:]); err != nil {
+	b := t.bucket(now)
+	if err := t.kv.Set(t.bucketKey(b), v[:]); err != nil {
 		return false, fmt.Errorf("%w: dedup set: %w", ErrState, err)
 	}
+	t.index.add(b, t.hash, now)
 	return true, nil
 }
 
@@ -234,7 +253,14 @@ func (t *Dedup) lookup(now int64) (first int64, seen bool, err error) {
 	if t.maxSeen >= (b+1)*t.ttl {
 		from = b + 1
 	}
+buckets:
 	for c := from; c >= b-1; c-- {
+		switch t.index.lookup(c, t.hash, now-t.ttl) {
+		case absent:
+			continue
+		case expired:
+			break buckets
+		}
 		if first, seen, err = t.get(t.bucketKey(c)); seen || err != nil {
 			return first, seen, err
 		}
@@ -263,7 +289,8 @@ func (t *Dedup) get(k []byte) (first int64, ok bool, err error) {
 // newest, and the unbucketed entries of earlier versions two TTLs after
 // the first record.
 func (t *Dedup) advance(now int64) error {
-	if !t.started {
+	start := !t.started
+	if start {
 		t.started, t.maxSeen = true, now
 		t.legacyEnd = max(now+2*t.ttl, 1)
 		t.expiredTo = math.MinInt64
@@ -275,16 +302,141 @@ func (t *Dedup) advance(now int64) error {
 			return err
 		}
 		t.expiredTo = keep
+		t.index.expire(keep)
+	}
+	if start {
+		if err := t.load(); err != nil {
+			return err
+		}
 	}
 	if t.legacyEnd != 0 && t.maxSeen >= t.legacyEnd {
-		// Unbucketed values begin with their JSON text's first byte, at
-		// least '"'; the namespace's end is its '/' plus one.
-		lo := append(slices.Clone(t.ns), bucketTag+1)
-		hi := append(slices.Clone(t.ns[:len(t.ns)-1]), '/'+1)
+		lo, hi := t.legacySpan()
 		if err := t.kv.Expire(lo, hi); err != nil {
 			return err
 		}
 		t.legacyEnd = 0
 	}
 	return nil
+}
+
+// load builds the index of the buckets from the oldest one kept on (at the
+// first record, after expiring the others), and ends the reading of the
+// entries of earlier versions at once if there are none.
+func (t *Dedup) load() error {
+	t.index.reset(t.expiredTo)
+	lo := t.bucketPrefix(nil, t.expiredTo)
+	hi := append(slices.Clone(t.ns), bucketTag+1)
+	head := len(lo) // namespace, tag, bucket: the value follows
+	err := t.kv.Scan(lo, hi, func(key, v []byte) error {
+		if len(key) <= head || len(v) != 9 || v[0] != dedupFormat {
+			return fmt.Errorf("dedup entry %q: unknown format (%d bytes of key, %d of value)", key, len(key), len(v))
+		}
+		b := int64(binary.BigEndian.Uint64(key[len(t.ns)+1:]) ^ 1<<63)
+		t.index.add(b, maphash.Bytes(t.index.seed, key[head:]), int64(binary.BigEndian.Uint64(v[1:])))
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	legacy := false
+	lo, hi = t.legacySpan()
+	errFound := errors.New("found")
+	if err := t.kv.Scan(lo, hi, func([]byte, []byte) error { return errFound }); errors.Is(err, errFound) {
+		legacy = true
+	} else if err != nil {
+		return err
+	}
+	if !legacy {
+		t.legacyEnd = 0
+	}
+	return nil
+}
+
+// legacySpan bounds the unbucketed entries of earlier versions: their
+// values begin with their JSON text's first byte, at least '"'; the
+// namespace ends at its '/' plus one.
+func (t *Dedup) legacySpan() (lo, hi []byte) {
+	lo = append(slices.Clone(t.ns), bucketTag+1)
+	hi = append(slices.Clone(t.ns[:len(t.ns)-1]), '/'+1)
+	return lo, hi
+}
+
+// indexCap is the most values a bucket's index holds (about 40 MB);
+// beyond it the index is dropped and lookups in that bucket read the KV.
+var indexCap = 1 << 21 // a variable for tests
+
+// index is a Dedup's in-memory knowledge of its buckets: for each, from
+// bucket from on, the hashes of its values with the latest first sighting
+// of the values of each hash.
+type index struct {
+	seed maphash.Seed       // the process's: the index is built at every start
+	from int64              // buckets below it are unknown
+	sets map[int64]*hashSet // nil before reset: every bucket unknown
+}
+
+// hashSet is a bucket's value hashes and latest first sightings; nil h:
+// too many, unknown.
+type hashSet struct{ h map[uint64]int64 }
+
+// What index.lookup knows of a value in a bucket.
+const (
+	absent  = iota // no value of its hash there
+	expired        // only values of its hash first seen before the cut-off
+	unknown        // read the KV
+)
+
+// reset starts an empty index that knows every bucket from from on.
+func (x *index) reset(from int64) {
+	x.from, x.sets = from, make(map[int64]*hashSet)
+}
+
+// lookup says what bucket b may hold of a value of hash h, for a lookup
+// whose windows must have begun after cutoff (ms).
+func (x *index) lookup(b int64, h uint64, cutoff int64) int {
+	if x.sets == nil || b < x.from {
+		return unknown
+	}
+	s := x.sets[b]
+	switch {
+	case s == nil:
+		return absent
+	case s.h == nil:
+		return unknown
+	}
+	latest, ok := s.h[h]
+	switch {
+	case !ok:
+		return absent
+	case latest <= cutoff:
+		return expired
+	}
+	return unknown
+}
+
+// add records that bucket b holds a value of hash h first seen at first.
+func (x *index) add(b int64, h uint64, first int64) {
+	if x.sets == nil || b < x.from {
+		return
+	}
+	s := x.sets[b]
+	switch {
+	case s == nil:
+		x.sets[b] = &hashSet{h: map[uint64]int64{h: first}}
+	case s.h == nil:
+	case len(s.h) >= indexCap:
+		s.h = nil
+	default:
+		if old, ok := s.h[h]; !ok || first > old {
+			s.h[h] = first
+		}
+	}
+}
+
+// expire forgets the buckets below keep, which the KV no longer holds.
+func (x *index) expire(keep int64) {
+	for b := range x.sets {
+		if b < keep {
+			delete(x.sets, b)
+		}
+	}
 }

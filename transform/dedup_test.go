@@ -208,3 +208,60 @@ func TestDedupReadsThenRemovesTheEntriesOfEarlierVersions(t *testing.T) {
 		t.Error("another dedup's entry was removed")
 	}
 }
+
+// countingKV counts a KV's Gets.
+type countingKV struct {
+	*MemKV
+	gets int
+}
+
+func (kv *countingKV) Get(k []byte) ([]byte, bool, error) { kv.gets++; return kv.MemKV.Get(k) }
+
+// A value not seen before, or seen longer than the TTL ago, costs no KV
+// read: the dedup's in-memory index of its buckets says so. A repeat reads the KV, and so does every lookup in
+// a bucket whose set outgrew indexCap; a new instance on the same KV (a
+// restart) rebuilds the sets from it and drops the repeats all the same.
+func TestDedupReadsTheKVOnlyForValuesItMayHaveSeen(t *testing.T) {
+	kv := &countingKV{MemKV: NewMemKV()}
+	d := newDedup(t, kv, "d", "id", time.Minute)
+	for i := range 100 {
+		if !mustApply(t, d, recAt(fmt.Sprintf(`{"id":%d}`, i), t0.Add(time.Duration(i)*time.Second))) {
+			t.Fatalf("id %d dropped at its first sighting", i)
+		}
+	}
+	if kv.gets != 0 {
+		t.Errorf("%d KV reads for 100 values never seen before, want 0", kv.gets)
+	}
+	if !mustApply(t, d, recAt(`{"id":10}`, t0.Add(100*time.Second))) || kv.gets != 0 {
+		t.Errorf("a value seen 90 s before (TTL 1m) was dropped, or read the KV (%d reads)", kv.gets)
+	}
+	if mustApply(t, d, recAt(`{"id":99}`, t0.Add(100*time.Second))) || kv.gets == 0 {
+		t.Errorf("a repeat was kept, or found without reading the KV (%d reads)", kv.gets)
+	}
+
+	restarted := newDedup(t, kv, "d", "id", time.Minute)
+	for _, id := range []int{60, 99} {
+		if mustApply(t, restarted, recAt(fmt.Sprintf(`{"id":%d}`, id), t0.Add(101*time.Second))) {
+			t.Errorf("after a restart, a repeat of %d within the TTL was kept", id)
+		}
+	}
+	kv.gets = 0
+	if !mustApply(t, restarted, recAt(`{"id":1000}`, t0.Add(101*time.Second))) || kv.gets != 0 {
+		t.Errorf("after a restart, a new value was dropped or read the KV (%d reads)", kv.gets)
+	}
+
+	defer func(c int) { indexCap = c }(indexCap)
+	indexCap = 10
+	full := newDedup(t, &countingKV{MemKV: NewMemKV()}, "d", "id", time.Hour)
+	for i := range 20 {
+		mustApply(t, full, recAt(fmt.Sprintf(`{"id":%d}`, i), t0))
+	}
+	fkv := full.kv.(*countingKV)
+	fkv.gets = 0
+	if !mustApply(t, full, recAt(`{"id":"new"}`, t0)) || fkv.gets == 0 {
+		t.Errorf("a bucket past indexCap answered without reading the KV (%d reads)", fkv.gets)
+	}
+	if mustApply(t, full, recAt(`{"id":15}`, t0)) {
+		t.Error("a repeat in a bucket past indexCap was kept")
+	}
+}

@@ -39,3 +39,6 @@ func (failKV) Get([]byte) ([]byte, bool, error) { return nil, false, errDisk }
 func (failKV) Set([]byte, []byte) error         { return errDisk }
 func (failKV) Delete([]byte) error              { return errDisk }
 func (failKV) Expire([]byte, []byte) error      { return nil }
+func (failKV) Scan([]byte, []byte, func(key, value []byte) error) error {
+	return nil
+}

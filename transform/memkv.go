@@ -44,5 +44,17 @@ func (kv *MemKV) Expire(start, end []byte) error {
 	return nil
 }
 
+// Scan calls fn with the keys in [start, end) and their values.
+func (kv *MemKV) Scan(start, end []byte, fn func(key, value []byte) error) error {
+	for k, v := range kv.m {
+		if k >= string(start) && k < string(end) {
+			if err := fn([]byte(k), v); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // Len returns the number of entries.
 func (kv *MemKV) Len() int { return len(kv.m) }

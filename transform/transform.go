@@ -49,12 +49,16 @@ type Transform interface {
 // entries): it is not part of the state's history, so a restore may bring
 // such keys back (state package: changelogs do not record it), and the
 // transform must not tell them apart from absent keys by reading them. No
-// key may be a proper prefix of start or of end.
+// key may be a proper prefix of start or of end. Scan calls fn with every
+// key in [start, end) of all the KV's key groups and its value (valid
+// during the call), in no particular order, for a transform that rebuilds
+// an index of its state when it starts; it stops at fn's first error.
 type KV interface {
 	Get(key []byte) (value []byte, ok bool, err error)
 	Set(key, value []byte) error
 	Delete(key []byte) error
 	Expire(start, end []byte) error
+	Scan(start, end []byte, fn func(key, value []byte) error) error
 }
 
 // Kinds of built-in transforms, as written in the config's "type".
