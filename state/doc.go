@@ -76,7 +76,10 @@
 //     next Checkpoint takes a full snapshot, the base of a chain of its
 //     own. Nothing restored from is modified, so it can be restored again.
 //  2. The worker calls SetKeyGroup, then Get, Set and Delete, for each
-//     record.
+//     record. Expire (a range deletion in every key group, to free the
+//     space of state no transform reads again) and Scan (a range of keys
+//     of every key group) are not tied to a key group; Expire is not in
+//     the changelogs, so a restore may bring expired keys back.
 //  3. At barrier n the worker calls Checkpoint(fullDir, changelogPath) and
 //     then, from any goroutine, the returned Pending's Wait, which returns
 //     the Chain for checkpoint.Snapshot.Files. The next Checkpoint waits for
@@ -103,11 +106,11 @@
 // # Concurrency
 //
 // A Store belongs to one goroutine, the worker that owns the state:
-// SetKeyGroup, Get, Set, Delete, Checkpoint, Snapshot and Close must not be
-// called concurrently with each other. Only a Pending's Wait and Metrics
-// (for the job's metrics, until Close) may run on other goroutines,
-// alongside them. Different Stores (different working directories) are
-// independent.
+// SetKeyGroup, Get, Set, Delete, Expire, Scan, Checkpoint, Snapshot and
+// Close must not be called concurrently with each other. Only a Pending's
+// Wait and Metrics (for the job's metrics, until Close) may run on other
+// goroutines, alongside them. Different Stores (different working
+// directories) are independent.
 //
 // # Durability
 //
