@@ -244,6 +244,9 @@ func (b *bench) launch(s spec, dir string, restore bool, logName string) (*proc,
 		args = append(args, "--checkpoints", filepath.Join(dir, "checkpoints"), "--parallelism", strconv.Itoa(s.parallelism),
 			"--interval-ms", strconv.FormatInt(s.interval.Milliseconds(), 10),
 			"--group", "bench-flink-"+filepath.Base(dir))
+		if s.dedupKey != "" {
+			args = append(args, "--dedup-key", s.dedupKey, "--ttl-ms", strconv.FormatInt(dedupTTL(s).Milliseconds(), 10))
+		}
 		if restore {
 			args = append(args, "--restore")
 		}
@@ -262,17 +265,22 @@ func freeAddr() (string, error) {
 	return l.Addr().String(), nil
 }
 
+// dedupTTL is a dedup contender's TTL. Records sharing a key are s.keys ms
+// apart (bench/cmd/load: one ms between records, key i mod keys): a TTL of
+// 0.9 of that keeps every record and rewrites its key, and the connector's
+// dedup remembers about 0.9 x keys values at any time (older time buckets
+// expire), the state the label names; Flink's (processing-time TTL)
+// remembers all of them during a drain.
+func dedupTTL(s spec) time.Duration {
+	return max(time.Second, time.Duration(s.keys)*time.Millisecond*9/10)
+}
+
 func connectorConfig(s spec, dir, addr string) string {
 	transforms, keyBy := "[]", `""`
 	if s.dedupKey != "" {
-		// Records sharing a key are s.keys ms apart (bench/cmd/load: one
-		// ms between records, key i mod keys): a TTL of 0.9 of that keeps
-		// every record and rewrites its key, and the dedup remembers about
-		// 0.9 x keys values at any time (older time buckets expire), the
-		// state the label names. Keyed by the dedup's key, as Flink's
-		// keyBy: records sharing it meet in one key group.
-		ttl := max(time.Second, time.Duration(s.keys)*time.Millisecond*9/10)
-		transforms = fmt.Sprintf("[{type: dedup, key: %s, ttl: %s}]", s.dedupKey, ttl)
+		// Keyed by the dedup's key, as Flink's keyBy: records sharing it
+		// meet in one key group.
+		transforms = fmt.Sprintf("[{type: dedup, key: %s, ttl: %s}]", s.dedupKey, dedupTTL(s))
 		keyBy = s.dedupKey
 	}
 	name := "bench-" + strings.ReplaceAll(filepath.Base(dir), ".", "-")

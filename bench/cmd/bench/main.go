@@ -34,7 +34,7 @@ import (
 
 // experiments, in the order they run; --only takes these names.
 var experimentNames = []string{
-	"raw", "connector-eo", "connector-alo", "connector-off", "connector-dedup", "flink",
+	"raw", "connector-eo", "connector-alo", "connector-off", "connector-dedup", "flink", "flink-dedup",
 	"recovery", "scaling-p", "scaling-state",
 	"raw-k2k", "connector-k2k", "flink-k2k", "raw-k2k-txn",
 	"pg-copy", "connector-pg", "connector-pg-upsert", "kconnect-jdbc",
@@ -275,7 +275,7 @@ func (b *bench) loadLayout(n int64, size int, prefix, layout string) (topic, err
 
 func (b *bench) run() error {
 	o := &b.o
-	drains := []string{"raw", "connector-eo", "connector-alo", "connector-off", "connector-dedup", "flink"}
+	drains := []string{"raw", "connector-eo", "connector-alo", "connector-off", "connector-dedup", "flink", "flink-dedup"}
 	needMain := o.wants("recovery") || o.wants("scaling-p") || o.wants("scaling-state")
 	needLarge := false
 	for _, n := range drains {
@@ -335,6 +335,10 @@ func (b *bench) run() error {
 				s.keys = distinct
 			case "flink":
 				s.kind, s.label, s.interval = "flink", "Flink 2.2 exactly-once 1s", time.Second
+			case "flink-dedup":
+				distinct := min(t.Records, 1_000_000)
+				s.kind, s.interval, s.dedupKey, s.keys = "flink", time.Second, "u", distinct
+				s.label = fmt.Sprintf("Flink 2.2 EO + dedup (RocksDB, %s keys)", human(float64(distinct)))
 			}
 			specs = append(specs, s)
 		}

@@ -297,6 +297,12 @@ func (b *bench) writeTargets(w *strings.Builder) {
 	for _, sec := range b.sections("drain") {
 		rs := b.in(sec)
 		eo, raw, off, flink := find(rs, "connector-eo"), find(rs, "raw"), find(rs, "connector-off"), find(rs, "flink")
+		if dd, fd := find(rs, "connector-dedup"), find(rs, "flink-dedup"); dd != nil && fd != nil && fd.RecPerCPU > 0 && fd.PeakRSSMB > 0 {
+			x := dd.RecPerCPU / fd.RecPerCPU
+			rows = append(rows, row{fmt.Sprintf("%s: connector EO+dedup records per CPU-second >= 3x Flink's (RocksDB)", sec), fmt.Sprintf("%.1fx (%s vs %s)", x, f0(dd.RecPerCPU), f0(fd.RecPerCPU)), yes(x >= 3)})
+			y := dd.PeakRSSMB / fd.PeakRSSMB
+			rows = append(rows, row{fmt.Sprintf("%s: connector EO+dedup peak RSS <= 1/5 of Flink's", sec), fmt.Sprintf("1/%.1f (%s vs %s MiB)", 1/y, f0(dd.PeakRSSMB), f0(fd.PeakRSSMB)), yes(y <= 0.2)})
+		}
 		if eo == nil {
 			continue
 		}
@@ -394,6 +400,8 @@ func shortLabel(r *result) string {
 		return "conn. EO+dedup"
 	case "flink":
 		return "Flink EO"
+	case "flink-dedup":
+		return "Flink EO+dedup"
 	case "raw-k2k":
 		return "raw loop"
 	case "raw-k2k-txn":
