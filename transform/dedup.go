@@ -3,7 +3,6 @@ package transform
 import (
 	"bytes"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"hash/maphash"
 	"math"
@@ -102,11 +101,13 @@ func (c *DedupConfig) problems() []error {
 // after it, the one after, looked at only once a record of that bucket was
 // seen). A lookup reads those buckets, newest first; the first entry found
 // is the value's current window. When the newest record time seen enters a
-// new bucket B, every bucket below B-1 is removed with one range deletion
+// new bucket B, every bucket below B-2 is removed with one range deletion
 // (KV.Expire), which compactions turn into free space: the state holds at
-// most two TTLs of first sightings, whether values repeat or not. A record
-// more than a TTL older than the newest seen may therefore miss a window
-// whose bucket is gone, and be kept.
+// most three TTLs of first sightings, whether values repeat or not, and a
+// record up to a TTL older than the newest seen (skew between partitions)
+// finds every window that began within a TTL before it. A record more than
+// a TTL older than the newest may miss a window whose bucket is gone, and
+// be kept.
 //
 // Most lookups are for values not seen within the TTL, and a KV lookup
 // costs an iterator per level even for an absent key. So a Dedup keeps, per
@@ -117,8 +118,9 @@ func (c *DedupConfig) problems() []error {
 // index grew past indexCap values (then dropped, to bound memory). An
 // entry past its TTL in a bucket means every entry of the value in that
 // bucket and older ones is too. At its first record
-// it expires the old buckets and builds the sets of the others by scanning
-// them (KV.Scan): after a restore that is the state of the checkpoint.
+// it builds the index by scanning the KV (KV.Scan: after a restore, the
+// state of the checkpoint), and takes the newest first sighting there as
+// the newest record time seen.
 //
 //	key:   "transform/dedup/" Name "/" 0x00, bucket (int64 big-endian, sign
 //	       bit flipped: buckets sort in time order), then, for a string,
@@ -126,10 +128,9 @@ func (c *DedupConfig) problems() []error {
 //	value: 0x01 (format version), first seen as int64 big-endian Unix ms
 //
 // Earlier versions kept one entry per value, without bucket ("transform/
-// dedup/" Name "/" then the value), never removed. A Dedup reads those too
-// during the first two TTLs of record time after it starts (a process start
-// or a restore), and then removes them all: by then every one of them is
-// expired.
+// dedup/" Name "/" then the value), never removed. A Dedup that finds some
+// at its first record reads them too, until the newest record time seen is
+// two TTLs past the newest of them, and then removes them all.
 type Dedup struct {
 	path       []string
 	ttl        int64 // ms
@@ -143,7 +144,8 @@ type Dedup struct {
 	started   bool
 	maxSeen   int64 // the newest record time seen, ms
 	expiredTo int64 // buckets below it were expired, once started
-	legacyEnd int64 // unbucketed entries are read until maxSeen reaches it; 0: no longer
+	legacy    bool  // unbucketed entries of earlier versions are read, until
+	legacyEnd int64 // maxSeen reaches this
 	index     index
 	hash      uint64 // the current value's
 }
@@ -265,7 +267,7 @@ buckets:
 			return first, seen, err
 		}
 	}
-	if t.legacyEnd != 0 {
+	if t.legacy {
 		t.key = append(append(t.key[:0], t.ns...), t.val...)
 		return t.get(t.key)
 	}
@@ -284,47 +286,46 @@ func (t *Dedup) get(k []byte) (first int64, ok bool, err error) {
 	return int64(binary.BigEndian.Uint64(v[1:])), true, nil
 }
 
-// advance moves the newest record time seen to now if later, and expires
-// what no lookup reads any more: the buckets below the one before the
-// newest, and the unbucketed entries of earlier versions two TTLs after
-// the first record.
+// advance moves the newest record time seen to now if later, after
+// loading what the KV holds at the first record, and expires what no lookup
+// of a record at most a TTL older than the newest reads any more: the
+// buckets below the second before the newest's, and the unbucketed entries
+// of earlier versions two TTLs after the newest of them.
 func (t *Dedup) advance(now int64) error {
-	start := !t.started
-	if start {
-		t.started, t.maxSeen = true, now
-		t.legacyEnd = max(now+2*t.ttl, 1)
-		t.expiredTo = math.MinInt64
+	if !t.started {
+		if err := t.load(now); err != nil {
+			return err
+		}
+		t.started = true
 	}
 	t.maxSeen = max(t.maxSeen, now)
-	if keep := t.bucket(t.maxSeen) - 1; keep > t.expiredTo {
-		lo := t.bucketPrefix(nil, math.MinInt64)
-		if err := t.kv.Expire(lo, t.bucketPrefix(nil, keep)); err != nil {
+	if keep := t.bucket(t.maxSeen) - 2; keep > t.expiredTo {
+		if err := t.kv.Expire(t.bucketPrefix(nil, t.expiredTo), t.bucketPrefix(nil, keep)); err != nil {
 			return err
 		}
 		t.expiredTo = keep
 		t.index.expire(keep)
 	}
-	if start {
-		if err := t.load(); err != nil {
-			return err
-		}
-	}
-	if t.legacyEnd != 0 && t.maxSeen >= t.legacyEnd {
+	if t.legacy && t.maxSeen >= t.legacyEnd {
 		lo, hi := t.legacySpan()
 		if err := t.kv.Expire(lo, hi); err != nil {
 			return err
 		}
-		t.legacyEnd = 0
+		t.legacy = false
 	}
 	return nil
 }
 
-// load builds the index of the buckets from the oldest one kept on (at the
-// first record, after expiring the others), and ends the reading of the
-// entries of earlier versions at once if there are none.
-func (t *Dedup) load() error {
-	t.index.reset(t.expiredTo)
-	lo := t.bucketPrefix(nil, t.expiredTo)
+// load reads what the KV holds at the first record (at time now), after a
+// start or a restore: it indexes every bucketed entry, and takes the newest
+// first sighting among them and now as the newest record time seen (the run
+// that wrote them saw at least that much; a restore replays records from
+// several partitions, older ones among them). Entries of earlier versions
+// are read until two TTLs after the newest of them; with none, never.
+func (t *Dedup) load(now int64) error {
+	t.index.reset(math.MinInt64)
+	t.maxSeen, t.expiredTo = now, math.MinInt64
+	lo := t.bucketPrefix(nil, math.MinInt64)
 	hi := append(slices.Clone(t.ns), bucketTag+1)
 	head := len(lo) // namespace, tag, bucket: the value follows
 	err := t.kv.Scan(lo, hi, func(key, v []byte) error {
@@ -332,23 +333,27 @@ func (t *Dedup) load() error {
 			return fmt.Errorf("dedup entry %q: unknown format (%d bytes of key, %d of value)", key, len(key), len(v))
 		}
 		b := int64(binary.BigEndian.Uint64(key[len(t.ns)+1:]) ^ 1<<63)
-		t.index.add(b, maphash.Bytes(t.index.seed, key[head:]), int64(binary.BigEndian.Uint64(v[1:])))
+		first := int64(binary.BigEndian.Uint64(v[1:]))
+		t.index.add(b, maphash.Bytes(t.index.seed, key[head:]), first)
+		t.maxSeen = max(t.maxSeen, first)
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	legacy := false
+	legacy, newest := false, int64(math.MinInt64)
 	lo, hi = t.legacySpan()
-	errFound := errors.New("found")
-	if err := t.kv.Scan(lo, hi, func([]byte, []byte) error { return errFound }); errors.Is(err, errFound) {
-		legacy = true
-	} else if err != nil {
+	err = t.kv.Scan(lo, hi, func(key, v []byte) error {
+		if len(v) != 9 || v[0] != dedupFormat {
+			return fmt.Errorf("dedup entry %q: unknown format (%d bytes)", key, len(v))
+		}
+		legacy, newest = true, max(newest, int64(binary.BigEndian.Uint64(v[1:])))
+		return nil
+	})
+	if err != nil {
 		return err
 	}
-	if !legacy {
-		t.legacyEnd = 0
-	}
+	t.legacy, t.legacyEnd = legacy, newest+2*t.ttl
 	return nil
 }
 
