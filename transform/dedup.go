@@ -300,7 +300,11 @@ func (t *Dedup) advance(now int64) error {
 	}
 	t.maxSeen = max(t.maxSeen, now)
 	if keep := t.bucket(t.maxSeen) - 2; keep > t.expiredTo {
-		if err := t.kv.Expire(t.bucketPrefix(nil, t.expiredTo), t.bucketPrefix(nil, keep)); err != nil {
+		// From the first bucket, not from expiredTo: a range deletion of
+		// everything below keep lets Pebble drop and compact the older
+		// files wholesale (with one bucket at a time, bench/state-growth
+		// saw the state grow: partly covered files were never compacted).
+		if err := t.kv.Expire(t.bucketPrefix(nil, math.MinInt64), t.bucketPrefix(nil, keep)); err != nil {
 			return err
 		}
 		t.expiredTo = keep
