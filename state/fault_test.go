@@ -3,7 +3,6 @@ package state
 import (
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -85,11 +84,7 @@ func TestRestoreFailsWhenCheckpointCannotBeRead(t *testing.T) {
 // A rescaled restore that cannot read a source fails with the source and
 // key groups named, and leaves no scratch copy behind.
 func TestRescaledRestoreFailsWhenASourceCannotBeRead(t *testing.T) {
-	e := &rescaleEnv{t: t, root: t.TempDir(), max: 128, rng: rand.New(rand.NewPCG(9, 10)), saved: map[string]string{}}
-	stores := e.open(2, nil)
-	e.write(stores, 600)
-	chains := e.checkpoint(stores, 1)
-	closeAll(t, stores)
+	e, chains := twoWorkersCheckpointed(t, 9, 10)
 	// Worker 1 of 3 owns [43,86): 22 key groups of worker 1 of 2, copied
 	// into its working dir, and 21 of worker 0, read from a private copy.
 	bad := chains[0].Base

@@ -106,6 +106,20 @@ func (e *rescaleEnv) check(stores []*Store) {
 	}
 }
 
+// twoWorkersCheckpointed is a rescaleEnv of max parallelism 128 (its
+// random writes seeded with seed1, seed2) whose 2 workers made 600 writes
+// and took checkpoint 1, a full snapshot each; it returns their chains,
+// the workers closed.
+func twoWorkersCheckpointed(t *testing.T, seed1, seed2 uint64) (*rescaleEnv, []Chain) {
+	t.Helper()
+	e := &rescaleEnv{t: t, root: t.TempDir(), max: 128, rng: rand.New(rand.NewPCG(seed1, seed2)), saved: map[string]string{}}
+	stores := e.open(2, nil)
+	e.write(stores, 600)
+	chains := e.checkpoint(stores, 1)
+	closeAll(t, stores)
+	return e, chains
+}
+
 func closeAll(t testing.TB, stores []*Store) {
 	t.Helper()
 	for _, s := range stores {
@@ -191,14 +205,8 @@ func TestRescaledRestoresHoldExactlyTheirKeyGroups(t *testing.T) {
 // into its working directory, not copied; a split hard-links the source
 // with the largest share too.
 func TestRestoreHardLinksTheFullSnapshot(t *testing.T) {
-	e := &rescaleEnv{t: t, root: t.TempDir(), max: 128, rng: rand.New(rand.NewPCG(3, 4)), saved: map[string]string{}}
-	stores := e.open(2, nil)
-	e.write(stores, 600)
-	chains := e.checkpoint(stores, 1)
-	closeAll(t, stores)
-	atChains := maps.Clone(e.saved)
+	e, chains := twoWorkersCheckpointed(t, 3, 4)
 	for _, p := range []int{2, 3} {
-		e.saved = maps.Clone(atChains)
 		stores := e.open(p, chains)
 		e.check(stores)
 		if n := linkedSSTs(t, chains[0].Base, stores[0].dir); n == 0 {
@@ -299,11 +307,7 @@ func digests(t *testing.T, dir string) map[string][32]byte {
 // same parallelism, where the restored chain goes on (the next checkpoint
 // is a changelog), and at another.
 func TestFullSnapshotsOfTheFormerKeyLayoutAreRestored(t *testing.T) {
-	e := &rescaleEnv{t: t, root: t.TempDir(), max: 128, rng: rand.New(rand.NewPCG(5, 6)), saved: map[string]string{}}
-	stores := e.open(2, nil)
-	e.write(stores, 600)
-	chains := e.checkpoint(stores, 1)
-	closeAll(t, stores)
+	e, chains := twoWorkersCheckpointed(t, 5, 6)
 	for _, c := range chains {
 		if c.Base == "" {
 			t.Fatalf("chain %v has no full snapshot to rewrite", c)
