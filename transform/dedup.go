@@ -169,7 +169,7 @@ func NewDedup(cfg DedupConfig, kv KV) (*Dedup, error) {
 	}
 	path := strings.Split(cfg.Key, ".")
 	ns := []byte("transform/dedup/" + cfg.Name + "/")
-	return &Dedup{path: path, ttl: cfg.TTL.Milliseconds(), kv: kv, ns: ns, index: index{seed: maphash.MakeSeed()}}, nil
+	return &Dedup{path: path, ttl: cfg.TTL.Milliseconds(), kv: kv, ns: ns, index: index{seed: maphash.MakeSeed(), width: cfg.TTL.Milliseconds()}}, nil
 }
 
 func badNameRune(r rune) bool {
@@ -368,84 +368,4 @@ func (t *Dedup) legacySpan() (lo, hi []byte) {
 	lo = append(slices.Clone(t.ns), bucketTag+1)
 	hi = append(slices.Clone(t.ns[:len(t.ns)-1]), '/'+1)
 	return lo, hi
-}
-
-// indexCap is the most values a bucket's index holds (about 40 MB);
-// beyond it the index is dropped and lookups in that bucket read the KV.
-var indexCap = 1 << 21 // a variable for tests
-
-// index is a Dedup's in-memory knowledge of its buckets: for each, from
-// bucket from on, the hashes of its values with the latest first sighting
-// of the values of each hash.
-type index struct {
-	seed maphash.Seed       // the process's: the index is built at every start
-	from int64              // buckets below it are unknown
-	sets map[int64]*hashSet // nil before reset: every bucket unknown
-}
-
-// hashSet is a bucket's value hashes and latest first sightings; nil h:
-// too many, unknown.
-type hashSet struct{ h map[uint64]int64 }
-
-// What index.lookup knows of a value in a bucket.
-const (
-	absent  = iota // no value of its hash there
-	expired        // only values of its hash first seen before the cut-off
-	unknown        // read the KV
-)
-
-// reset starts an empty index that knows every bucket from from on.
-func (x *index) reset(from int64) {
-	x.from, x.sets = from, make(map[int64]*hashSet)
-}
-
-// lookup says what bucket b may hold of a value of hash h, for a lookup
-// whose windows must have begun after cutoff (ms).
-func (x *index) lookup(b int64, h uint64, cutoff int64) int {
-	if x.sets == nil || b < x.from {
-		return unknown
-	}
-	s := x.sets[b]
-	switch {
-	case s == nil:
-		return absent
-	case s.h == nil:
-		return unknown
-	}
-	latest, ok := s.h[h]
-	switch {
-	case !ok:
-		return absent
-	case latest <= cutoff:
-		return expired
-	}
-	return unknown
-}
-
-// add records that bucket b holds a value of hash h first seen at first.
-func (x *index) add(b int64, h uint64, first int64) {
-	if x.sets == nil || b < x.from {
-		return
-	}
-	s := x.sets[b]
-	switch {
-	case s == nil:
-		x.sets[b] = &hashSet{h: map[uint64]int64{h: first}}
-	case s.h == nil:
-	case len(s.h) >= indexCap:
-		s.h = nil
-	default:
-		if old, ok := s.h[h]; !ok || first > old {
-			s.h[h] = first
-		}
-	}
-}
-
-// expire forgets the buckets below keep, which the KV no longer holds.
-func (x *index) expire(keep int64) {
-	for b := range x.sets {
-		if b < keep {
-			delete(x.sets, b)
-		}
-	}
 }
