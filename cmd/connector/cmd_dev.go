@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -45,6 +46,11 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	level := fs.String("log-level", "warn", "log `level` of the job (logs go to stderr)")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
+	}
+	if *rate < 0 {
+		fmt.Fprintf(stderr, "connector dev: --rate %d: must be 0 (as fast as possible) or more\n", *rate)
+		fs.Usage()
+		return exitUsage
 	}
 	log, ok := newLogger(*level, stderr)
 	if !ok {
@@ -96,7 +102,10 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	defer stopProgress()
 	go progress(pctx, reg, job, out, stdout)
 
-	if err := runJob(ctx, job, log, reg, nil); err != nil {
+	status := func(addr string) {
+		fmt.Fprintf(stdout, "status at http://%s/ (/healthz /readyz /metrics /api/checkpoints)\n", addr)
+	}
+	if err := runJob(ctx, job, log, reg, status); err != nil {
 		fmt.Fprintf(stderr, "connector dev: %v\n", err)
 		return exitFailure
 	}
@@ -205,11 +214,9 @@ func progress(ctx context.Context, reg prometheus.Gatherer, job *config.Job, out
 func printProgress(reg prometheus.Gatherer, job *config.Job, out string, w io.Writer, lastIn, lastOut uint64) (uint64, uint64) {
 	s := read(reg)
 	in, outN := s.count("connector_records_in_total"), s.count("connector_records_out_total")
-	// p99 since the start, estimated from the histogram's buckets.
-	p99 := s.Quantile("connector_checkpoint_duration_seconds", 0.99)
-	fmt.Fprintf(w, "in %8d rec/s  out %8d rec/s  total in %d out %d  checkpoints %d (last #%d, p99 %.0f ms)  %s\n",
+	fmt.Fprintf(w, "in %8d rec/s  out %8d rec/s  total in %d out %d  checkpoints %d (last #%d, p99 %s)  %s\n",
 		in-lastIn, outN-lastOut, in, outN, s.count("connector_checkpoints_completed_total"),
-		s.count("connector_checkpoint_last_completed_id"), p99*1000, s.committed(job, out))
+		s.count("connector_checkpoint_last_completed_id"), p99Text(s), s.committed(job, out))
 	return in, outN
 }
 
@@ -240,4 +247,14 @@ func committedFiles(dir string) int {
 		}
 	}
 	return n
+}
+
+// p99Text is the checkpoint duration's p99 since the start, estimated from
+// the histogram's buckets, or "-" before the first checkpoint.
+func p99Text(s snapshot) string {
+	p99 := s.Quantile("connector_checkpoint_duration_seconds", 0.99)
+	if math.IsNaN(p99) || math.IsInf(p99, 0) {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f ms", p99*1000)
 }

@@ -93,6 +93,9 @@ func runDevExample(t *testing.T, example, where string) (int, string) {
 	if code := <-done; code != 0 {
 		t.Fatalf("dev exited %d after the stop:\nstdout:\n%s\nstderr:\n%s", code, out.String(), errOut.String())
 	}
+	if !regexp.MustCompile(`\nstatus at http://127\.0\.0\.1:[1-9]\d*/ `).MatchString(out.String()) {
+		t.Errorf("dev did not print where its status is served:\n%s", out.String())
+	}
 	final := regexp.MustCompile(`stopped after a final checkpoint: (\d+) records in, (\d+) out, \d+ checkpoints, (\d+) transactions committed to ` + where + `\n$`)
 	m := final.FindStringSubmatch(out.String())
 	if m == nil {

@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // call runs the CLI in process and returns its exit code and output.
@@ -156,5 +158,21 @@ func TestKindsListsWhatThisBuildRuns(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("kinds lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// --version is version; dev refuses a negative --rate before anything
+// starts; dev's progress line says "p99 -" before the first checkpoint.
+func TestVersionFlagAndDevArgumentsAndFirstProgressLine(t *testing.T) {
+	_, want, _ := call(t, "version")
+	if code, out, _ := call(t, "--version"); code != 0 || out != want {
+		t.Errorf("--version: exit %d, stdout %q; want 0 and %q", code, out, want)
+	}
+	code, out, errOut := call(t, "dev", "--rate", "-5")
+	if code != 2 || out != "" || !strings.Contains(errOut, "--rate -5: must be 0") {
+		t.Errorf("dev --rate -5: exit %d, stdout %q, stderr %q; want 2 and the flag named", code, out, errOut)
+	}
+	if got := p99Text(read(prometheus.NewRegistry())); got != "-" {
+		t.Errorf("p99 before any checkpoint = %q, want -", got)
 	}
 }
