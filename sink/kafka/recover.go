@@ -26,7 +26,10 @@ import (
 //  2. aborts every open transaction of the job (a transactional id's
 //     initialisation aborts what it left open): nothing of a checkpoint
 //     that did not complete stays pending, and no transaction lingers;
-//  3. reads every writer's progress marker (stable: none is pending now);
+//  3. reads every writer's progress marker (stable: none is pending now;
+//     if they stay unstable for unstableGrace with none of the job's
+//     transactions open, a broker lost an end marker: the last committed
+//     ones, which step 4 checks against the log);
 //  4. commits the restored segments whose markers show them uncommitted
 //     by producing their records again from the log, where the aborted
 //     transaction left them, in a new transaction with their marker.
@@ -48,13 +51,36 @@ func (s *Sink) recover(ctx context.Context, restored []sink.Committable) error {
 	}
 	// Aborted first: a marker pending in an open transaction would make
 	// the stable read wait for the broker's transaction timeout.
-	if err := s.abortOpen(ctx); err != nil {
+	aborted, err := s.abortOpen(ctx)
+	if err != nil {
 		return err
 	}
 	progress, err := s.readProgress(ctx, true)
+	switch {
+	case errors.Is(err, kerr.UnstableOffsetCommit) && aborted > 0:
+		s.unstableSince = time.Time{} // the aborts just made are landing
+	case errors.Is(err, kerr.UnstableOffsetCommit):
+		if s.unstableSince.IsZero() {
+			s.unstableSince = time.Now()
+		}
+		if time.Since(s.unstableSince) < unstableGrace {
+			return unreachable(err)
+		}
+		// A transaction of the job left a marker pending, and none is open
+		// to end it: the broker lost the transaction's end marker for the
+		// progress group (seen after a broker restart rolled a timed-out
+		// transaction back). The last committed markers are read instead.
+		// They may lag a checkpoint whose transaction did commit: reproduce
+		// reads each segment back from the log, with its end markers, and
+		// produces again only what the log shows not committed.
+		s.log.Warn().Err(err).Dur("for", time.Since(s.unstableSince)).
+			Msg("kafka sink: the progress markers stay unstable with none of the job's transactions open; reading the last committed ones, and checking each restored segment against the log")
+		progress, err = s.readProgress(ctx, false)
+	}
 	if err != nil {
 		return unreachable(err)
 	}
+	s.unstableSince = time.Time{}
 	s.mu.Lock()
 	s.progress = progress
 	s.mu.Unlock()
@@ -194,25 +220,34 @@ func (s *Sink) brokerConfig(ctx context.Context, key string) (int64, error) {
 	return 0, fmt.Errorf("broker config %s not found", key)
 }
 
-// abortOpen aborts every open transaction of the job the brokers list.
-func (s *Sink) abortOpen(ctx context.Context) error {
+// abortOpen aborts every open transaction of the job the brokers list, and
+// says how many.
+func (s *Sink) abortOpen(ctx context.Context) (aborted int, err error) {
 	ids, err := s.listJobTxns(ctx)
 	if err != nil || len(ids) == 0 {
-		return unreachable(err)
+		return 0, unreachable(err)
 	}
 	described, err := s.adm.DescribeTransactions(ctx, ids...) // with no ids, it would describe every transaction
 	if err != nil {
-		return unreachable(fmt.Errorf("describe transactions: %w", err))
+		return 0, unreachable(fmt.Errorf("describe transactions: %w", err))
 	}
 	for _, d := range described.Sorted() {
 		if (TxnState{State: d.State}).Open() {
 			if err := s.abortID(ctx, d.TxnID); err != nil {
-				return unreachable(err)
+				return aborted, unreachable(err)
 			}
+			aborted++
 		}
 	}
-	return nil
+	return aborted, nil
 }
+
+// unstableGrace is how long Recover waits for the progress markers to turn
+// stable while none of the job's transactions is open, before it reads
+// the last committed ones (see recover). A transaction the broker is
+// ending right now is listed as open; once ended, its markers land within
+// seconds.
+const unstableGrace = 30 * time.Second
 
 // reproduce commits segment c: it reads the segment back from the log with
 // the transaction's end markers, and if the transaction was aborted (a

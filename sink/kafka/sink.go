@@ -39,6 +39,10 @@ type Sink struct {
 	// Known after Recover (prepare): the topic's ID for the progress
 	// markers.
 	topicID kadm.TopicID
+	// unstableSince is when Recover's stable read of the markers began to
+	// answer UNSTABLE_OFFSET_COMMIT with none of the job's transactions
+	// open (zero: it does not); Recover's goroutine only.
+	unstableSince time.Time
 
 	mu       sync.Mutex
 	writers  map[int]*writer
