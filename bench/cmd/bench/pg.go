@@ -445,15 +445,9 @@ func (b *bench) pgVerify(r *result, s spec) {
 // logProblems summarises the warnings and errors of a connector's log (the
 // sink's rewrites from the spool, failed checkpoints), "" if none.
 func logProblems(path string) string {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return ""
-	}
-	counts := map[string]int{}
-	var order []string
-	for line := range bytes.SplitSeq(data, []byte("\n")) {
+	return tallyLog(path, func(line []byte) string {
 		if !bytes.Contains(line, []byte(`"level":"warn"`)) && !bytes.Contains(line, []byte(`"level":"error"`)) {
-			continue
+			return ""
 		}
 		msg := string(line)
 		if i := bytes.Index(line, []byte(`"message":"`)); i >= 0 {
@@ -461,6 +455,25 @@ func logProblems(path string) string {
 			if j := strings.IndexByte(msg, '"'); j >= 0 {
 				msg = msg[:j]
 			}
+		}
+		return msg
+	})
+}
+
+// tallyLog counts the messages problem picks out of the lines of the log at
+// path ("" for a line that is none), in order of first appearance:
+// "log: 3x \"...\"; ...", or "" if none (or no log).
+func tallyLog(path string, problem func(line []byte) string) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	counts := map[string]int{}
+	var order []string
+	for line := range bytes.SplitSeq(data, []byte("\n")) {
+		msg := problem(line)
+		if msg == "" {
+			continue
 		}
 		if counts[msg] == 0 {
 			order = append(order, msg)
@@ -625,13 +638,7 @@ const kconnectBatch = 5000
 // log (by their text up to the first digit: ids and offsets vary), "" if
 // none.
 func kconnectProblems(path string) string {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return ""
-	}
-	counts := map[string]int{}
-	var order []string
-	for line := range bytes.SplitSeq(data, []byte("\n")) {
+	return tallyLog(path, func(line []byte) string {
 		var msg string
 		for _, level := range []string{"] ERROR ", "] WARN "} {
 			if i := bytes.Index(line, []byte(level)); i >= 0 {
@@ -639,22 +646,11 @@ func kconnectProblems(path string) string {
 			}
 		}
 		if msg == "" || strings.Contains(msg, "deprecated config") || strings.Contains(msg, "ServiceLoader manifests") {
-			continue
+			return ""
 		}
 		if i := strings.IndexAny(msg, "0123456789"); i > 0 {
 			msg = msg[:i]
 		}
-		if len(msg) > 120 {
-			msg = msg[:120]
-		}
-		if counts[msg] == 0 {
-			order = append(order, msg)
-		}
-		counts[msg]++
-	}
-	var out []string
-	for _, m := range order {
-		out = append(out, fmt.Sprintf("log: %dx %q", counts[m], m))
-	}
-	return strings.Join(out, "; ")
+		return msg[:min(len(msg), 120)]
+	})
 }
