@@ -111,16 +111,15 @@ func (c *DedupConfig) problems() []error {
 //
 // Most lookups are for values not seen within the TTL, and a KV lookup
 // costs an iterator per level even for an absent key. So a Dedup keeps, per
-// bucket, its values' 64-bit hashes in memory (index), each with the latest
-// first sighting of the values of that hash, and reads the KV only when
-// that sighting is within the TTL (a repeat, or a collision, one in 2^64),
-// or for a bucket it has no index of: one before it started, or one whose
-// index grew past indexCap values (then dropped, to bound memory). An
-// entry past its TTL in a bucket means every entry of the value in that
-// bucket and older ones is too. At its first record
-// it builds the index by scanning the KV (KV.Scan: after a restore, the
-// state of the checkpoint), and takes the newest first sighting there as
-// the newest record time seen.
+// bucket, its values' hashes in memory (index), each with the latest
+// first sighting of the values of that hash (dedupindex.go), and reads the
+// KV only when that sighting is within the TTL (a repeat, or another value
+// sharing its fingerprint), or for a bucket whose index grew past indexCap
+// values (then dropped, to bound memory). An entry past its TTL in a bucket
+// means every entry of the value in that bucket and older ones is too. At
+// its first record it builds the index by scanning the KV (KV.Scan: after
+// a restore, the state of the checkpoint), and takes the newest first
+// sighting there as the newest record time seen.
 //
 //	key:   "transform/dedup/" Name "/" 0x00, bucket (int64 big-endian, sign
 //	       bit flipped: buckets sort in time order), then, for a string,
@@ -327,7 +326,7 @@ func (t *Dedup) advance(now int64) error {
 // several partitions, older ones among them). Entries of earlier versions
 // are read until two TTLs after the newest of them; with none, never.
 func (t *Dedup) load(now int64) error {
-	t.index.reset(math.MinInt64)
+	t.index.reset()
 	t.maxSeen, t.expiredTo = now, math.MinInt64
 	lo := t.bucketPrefix(nil, math.MinInt64)
 	hi := append(slices.Clone(t.ns), bucketTag+1)

@@ -11,12 +11,12 @@ import (
 var indexCap = 1 << 21 // a variable for tests
 
 // index is a Dedup's in-memory knowledge of its buckets (dedup.go): for
-// each, from bucket from on, the hashes of its values with the latest first
-// sighting of the values of each hash.
+// each, the hashes of its values with the latest first sighting of the
+// values of each hash. Once built (reset, at the Dedup's first record,
+// then what the KV holds added) it knows every bucket; before, none.
 type index struct {
 	seed  maphash.Seed           // the process's: the index is built at every start
 	width int64                  // a bucket's width, ms (the TTL)
-	from  int64                  // buckets below it are unknown
 	sets  map[int64]*bucketIndex // nil before reset: every bucket unknown
 }
 
@@ -27,15 +27,16 @@ const (
 	unknown        // read the KV
 )
 
-// reset starts an empty index that knows every bucket from from on.
-func (x *index) reset(from int64) {
-	x.from, x.sets = from, make(map[int64]*bucketIndex)
+// reset starts an empty index that knows every bucket: the caller adds
+// what the KV holds.
+func (x *index) reset() {
+	x.sets = make(map[int64]*bucketIndex)
 }
 
 // lookup says what bucket b may hold of a value of hash h, for a lookup
 // whose windows must have begun after cutoff (ms).
 func (x *index) lookup(b int64, h uint64, cutoff int64) int {
-	if x.sets == nil || b < x.from {
+	if x.sets == nil {
 		return unknown
 	}
 	s := x.sets[b]
@@ -57,7 +58,7 @@ func (x *index) lookup(b int64, h uint64, cutoff int64) int {
 
 // add records that bucket b holds a value of hash h first seen at first.
 func (x *index) add(b int64, h uint64, first int64) {
-	if x.sets == nil || b < x.from {
+	if x.sets == nil {
 		return
 	}
 	s := x.sets[b]

@@ -49,7 +49,7 @@ func TestBucketIndexKeepsTheLatestSightingPerFingerprint(t *testing.T) {
 	defer func(c int) { indexCap = c }(indexCap)
 	indexCap = 100
 	x := index{width: 60_000}
-	x.reset(0)
+	x.reset()
 	for i := range uint64(101) {
 		x.add(3, i<<32, 3*60_000)
 	}
