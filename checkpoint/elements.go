@@ -11,6 +11,10 @@ import (
 type Barrier struct {
 	ID        ID
 	Timestamp time.Time // when the Coordinator triggered the checkpoint
+	// Final marks the barrier of the job's last checkpoint (a stop was
+	// requested; the sources emit no records after it): sinks that keep
+	// output open across checkpoints close it off at this one.
+	Final bool
 }
 
 // CancelMarker for n travels like a barrier, in its place, when a task gave up

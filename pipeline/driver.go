@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -22,6 +23,7 @@ type driver struct {
 	coord     *checkpoint.Coordinator
 	store     *store.Store
 	readers   []source.Reader
+	stopAt    *atomic.Uint64 // the final checkpoint, once stopping (the emitters read it)
 	sink      sink.Sink
 	writers   []sink.Writer
 	workers   []*worker
@@ -97,6 +99,9 @@ func (d *driver) loop(ctx context.Context, stop <-chan struct{}, tick, finalTime
 func (d *driver) requestStop(ctx context.Context) checkpoint.ID {
 	finalAfter := d.coord.Status().NextID
 	d.log.Info().Uint64("checkpoint", uint64(finalAfter)).Msg("stop requested: taking a final checkpoint")
+	if d.stopAt != nil {
+		d.stopAt.Store(uint64(finalAfter))
+	}
 	for _, r := range d.readers {
 		r.Suspend(finalAfter)
 	}

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"github.com/connector-dev/connector/checkpoint"
@@ -22,13 +23,16 @@ type emitter struct {
 	metrics *jobMetrics
 	maxKG   int                    // max parallelism: the number of key groups
 	keyBy   *transform.FieldReader // pipeline.key_by's field; nil: the Kafka key
-	parts   []batch                // per-worker parts of the batch being split
-	dest    []uint32               // scratch: the worker of each record of the batch
-	counts  []int                  // scratch: records per worker
+	// stopAt is the job's final checkpoint once a stop was requested (0
+	// before), shared with the driver: barriers from it on are Final.
+	stopAt *atomic.Uint64
+	parts  []batch  // per-worker parts of the batch being split
+	dest   []uint32 // scratch: the worker of each record of the batch
+	counts []int    // scratch: records per worker
 }
 
-func newEmitter(task task, outs []chan element, events chan<- checkpoint.Event, m *jobMetrics, maxParallelism int, keyBy string) *emitter {
-	e := &emitter{task: task, outs: outs, events: events, metrics: m, maxKG: maxParallelism,
+func newEmitter(task task, outs []chan element, events chan<- checkpoint.Event, m *jobMetrics, maxParallelism int, keyBy string, stopAt *atomic.Uint64) *emitter {
+	e := &emitter{task: task, outs: outs, events: events, metrics: m, maxKG: maxParallelism, stopAt: stopAt,
 		parts: make([]batch, len(outs)), counts: make([]int, len(outs))}
 	if keyBy != "" {
 		e.keyBy = transform.NewFieldReader(keyBy)
@@ -107,7 +111,9 @@ func (e *emitter) Barrier(ctx context.Context, id checkpoint.ID, ts time.Time, p
 	if err := sendEvent(ctx, e.events, checkpoint.Ack{Task: e.task.ID(), ID: id, Snapshot: checkpoint.Snapshot{Data: pos}}); err != nil {
 		return err
 	}
-	return e.all(ctx, element{Kind: checkpoint.BarrierElement, Barrier: checkpoint.Barrier{ID: id, Timestamp: ts}})
+	stopAt := checkpoint.ID(e.stopAt.Load())
+	final := stopAt != 0 && id >= stopAt
+	return e.all(ctx, element{Kind: checkpoint.BarrierElement, Barrier: checkpoint.Barrier{ID: id, Timestamp: ts, Final: final}})
 }
 
 func (e *emitter) Cancel(ctx context.Context, id checkpoint.ID) error {

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/connector-dev/connector/checkpoint"
@@ -22,6 +23,9 @@ type graph struct {
 	workers  []*worker
 	events   chan checkpoint.Event
 	driver   *driver
+	// stopAt is the final checkpoint once a stop was requested: the
+	// driver sets it, the emitters mark its barrier (and later ones) Final.
+	stopAt atomic.Uint64
 }
 
 // build is the attempt's second phase: it wires what restore opened into a
@@ -39,7 +43,7 @@ func (a *attempt) build(r *restoredJob) (*graph, error) {
 		for w := range g.chans[i] {
 			g.chans[i][w] = make(chan element, channelCapacity(cfg.Pipeline.ChannelCapacity, batchRecords))
 		}
-		g.emitters = append(g.emitters, newEmitter(task{sourceTask, i}, g.chans[i], g.events, j.metrics, cfg.Pipeline.MaxParallelism, cfg.Pipeline.KeyBy))
+		g.emitters = append(g.emitters, newEmitter(task{sourceTask, i}, g.chans[i], g.events, j.metrics, cfg.Pipeline.MaxParallelism, cfg.Pipeline.KeyBy, &g.stopAt))
 	}
 	coord, err := checkpoint.NewCoordinator(coordinatorSettings(cfg.Checkpoint, j.rand), taskIDs(p), r.md, r.store.MaxID())
 	if err != nil {
@@ -58,7 +62,7 @@ func (a *attempt) build(r *restoredJob) (*graph, error) {
 		g.workers = append(g.workers, wk)
 	}
 	g.driver = &driver{
-		coord: coord, store: r.store, readers: g.readers, sink: r.sink, writers: writers, workers: g.workers,
+		coord: coord, store: r.store, readers: g.readers, stopAt: &g.stopAt, sink: r.sink, writers: writers, workers: g.workers,
 		offsets: newOffsetCommitter(r.source, j.metrics, log),
 		events:  g.events, metrics: j.metrics, health: &j.health, log: log,
 		persisted: map[checkpoint.ID]persisted{},

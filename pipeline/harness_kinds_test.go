@@ -291,6 +291,11 @@ func (w *recordingWriter) Committed(id checkpoint.ID) {
 
 func (w *recordingWriter) Close() error { return nil }
 
+var _ sink.InputEnder = (*recordingWriter)(nil)
+
+// EndInput is told before the final checkpoint's pre-commit.
+func (w *recordingWriter) EndInput() { world.printf("w%d: end of input", w.index) }
+
 var _ source.HealthReporter = (*scriptedSource)(nil)
 
 // Health reports what the script said with source-down.

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"sync/atomic"
 	"testing"
 
 	"github.com/connector-dev/connector/internal/keygroup"
@@ -14,7 +15,7 @@ import (
 // and one without a key by its partition.
 func TestKeyByKeysRecordsByTheFieldWhenTheValueHasIt(t *testing.T) {
 	const m = 128
-	e := newEmitter(task{sourceTask, 0}, nil, nil, nil, m, "order.id")
+	e := newEmitter(task{sourceTask, 0}, nil, nil, nil, m, "order.id", new(atomic.Uint64))
 	for _, c := range []struct {
 		name string
 		r    record.Record
@@ -31,7 +32,7 @@ func TestKeyByKeysRecordsByTheFieldWhenTheValueHasIt(t *testing.T) {
 			t.Errorf("%s: key group %d, want %d", c.name, got, c.want)
 		}
 	}
-	if plain := newEmitter(task{sourceTask, 0}, nil, nil, nil, m, ""); plain.keyGroupOf(&record.Record{Key: []byte("k1"), Value: []byte(`{"order":{"id":"7"}}`)}) != keygroup.Of([]byte("k1"), m) {
+	if plain := newEmitter(task{sourceTask, 0}, nil, nil, nil, m, "", new(atomic.Uint64)); plain.keyGroupOf(&record.Record{Key: []byte("k1"), Value: []byte(`{"order":{"id":"7"}}`)}) != keygroup.Of([]byte("k1"), m) {
 		t.Errorf("without key_by, a record is not keyed by its Kafka key")
 	}
 }

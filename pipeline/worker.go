@@ -228,6 +228,9 @@ func (w *worker) snapshot(ctx context.Context, b checkpoint.Barrier, al checkpoi
 	if err := w.awaitFinish(); err != nil {
 		return err
 	}
+	if ie, ok := w.writer.(sink.InputEnder); ok && b.Final {
+		ie.EndInput()
+	}
 	start := time.Now()
 	finish, async, err := w.takeSnapshot(ctx, b.ID)
 	m := checkpoint.Metrics{Sync: time.Since(start), Alignment: al.Duration}

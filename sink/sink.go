@@ -88,6 +88,16 @@ type AsyncPreCommitter interface {
 	PreCommitAsync(ctx context.Context, id checkpoint.ID) (finish func() ([]Committable, error), err error)
 }
 
+// InputEnder is implemented by writers that keep output open across
+// checkpoints (a file that grows over many checkpoints and becomes visible
+// when it rolls). The owner calls EndInput before the pre-commit of the
+// job's final checkpoint (the stop): no record follows, so that pre-commit
+// closes off everything written and the commit of the checkpoint makes it
+// all visible. Writes after EndInput are a caller bug.
+type InputEnder interface {
+	EndInput()
+}
+
 // Batcher is implemented by writers that save per-record work when told a
 // batch of Writes follows: the file sink reads its clock (for roll_age) once
 // per batch instead of once per record. The owner calls BeginBatch right
