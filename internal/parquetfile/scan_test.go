@@ -1,0 +1,57 @@
+package parquetfile
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// FuzzScanAgreesWithEncodingJSON checks the scanner against encoding/json:
+// it accepts exactly the JSON objects (of UTF-8 text, nested at most
+// maxDepth deep), and finds for a key the same raw value (the last one, for
+// a repeated key).
+func FuzzScanAgreesWithEncodingJSON(f *testing.F) {
+	for i := range 12 {
+		v, _ := record(i)
+		f.Add(v)
+	}
+	for _, s := range []string{
+		`{}`, ` { "a" : [1, {"b": "}"}] } `, `{"a": 1, "a": "two"}`, `{"\u0061": true}`, `{"a\"": 1}`,
+		`{"a": "\ud83d\ude00\ud800x"}`, `{"a": -0.0e+1}`, `[]`, `{"a": 1,}`, `{"a" 1}`, `{"a": 1}x`,
+		`{"a": tru}`, `{"a": 1.}`, `{"a": .1}`, `{"a": -}`, `{"a": "\x"}`, `{"a": {"b": [1, 2]}}`,
+		"{\"a\": \"\xc3\"}", "{\"a\": \"\x01\"}", `{"a":` + strings.Repeat("[", 20) + strings.Repeat("]", 20) + `}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s := newScanner([]Column{{Name: "a"}, {Name: "b", Field: "a.b"}})
+		err := s.scan(data)
+		var m map[string]json.RawMessage
+		valid := json.Valid(data) && json.Unmarshal(data, &m) == nil && m != nil
+		switch {
+		case err == nil && !valid:
+			t.Fatalf("scanner accepts %q, encoding/json does not", data)
+		case err != nil && valid && utf8.Valid(data) && !strings.Contains(err.Error(), "nested deeper"):
+			t.Fatalf("scanner refuses %q: %v", data, err)
+		case err == nil && !bytes.Equal(s.raw[0], m["a"]):
+			t.Fatalf("%q: scanner finds a = %q, encoding/json %q", data, s.raw[0], m["a"])
+		}
+	})
+}
+
+func TestUnescapeDecodesLikeEncodingJSON(t *testing.T) {
+	for _, s := range []string{
+		`plain`, `\"\\\/\b\f\n\r\t`, `\u00e9\u4e2d`, `\ud83d\ude00`, `\ud83d`, `\ud83dx`, `\ude00\ud83d`,
+		`\ud83d\u0041`, `\ud83d\ud83d\ude00`,
+	} {
+		var want string
+		if err := json.Unmarshal([]byte(`"`+s+`"`), &want); err != nil {
+			t.Fatal(err)
+		}
+		if got := string(unescape(nil, []byte(s))); got != want {
+			t.Errorf("unescape(%#q) = %q, want %q", s, got, want)
+		}
+	}
+}

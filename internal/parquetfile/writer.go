@@ -1,0 +1,318 @@
+package parquetfile
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/encoding/thrift"
+	"github.com/parquet-go/parquet-go/format"
+
+	"github.com/connector-dev/connector/internal/spec"
+)
+
+// batchRows is how many rows Append collects before handing them to
+// parquet-go, which takes rows in batches of up to 64.
+const batchRows = 64
+
+// Writer produces the bytes of one Parquet file. See the package comment for
+// the order of calls. Not safe for concurrent use.
+type Writer struct {
+	schema   Schema
+	nullable []bool
+	scan     *scanner
+	pw       *parquet.GenericWriter[any]
+	small    bytes.Buffer        // the one-row-group file pw writes
+	meta     format.FileMetaData // footer template: version, schema, created by, column orders
+	schemaID string
+
+	// Rows of the current row group not yet handed to pw, and the storage
+	// they point into (reused once pw has copied them).
+	batch   []parquet.Row
+	values  []parquet.Value
+	arena   []byte
+	scratch []byte // unescaped strings and decoded bytes of the record being converted
+
+	pending  int64 // rows in the current row group, in pw or in batch
+	buffered int
+
+	size    int64
+	rows    int64
+	groups  []format.RowGroup
+	encoded [][]byte // groups, thrift compact encoded, for State
+
+	err  error // sticky: an encoding failure leaves the Writer unusable
+	done bool  // Footer was returned
+}
+
+// NewWriter returns a Writer for a new, empty file. The Schema must be
+// valid (see Validate); an empty Compression is zstd.
+func NewWriter(s Schema) (*Writer, error) {
+	if len(s.Columns) == 0 {
+		return nil, fmt.Errorf("%w: a parquet schema needs at least one column", spec.ErrInvalid)
+	}
+	if err := spec.Check(&s); err != nil {
+		return nil, err
+	}
+	if s.Compression == "" {
+		s.Compression = CompressionZstd
+	}
+	s.Columns = slices.Clone(s.Columns)
+	w := &Writer{
+		schema:   s,
+		nullable: make([]bool, len(s.Columns)),
+		scan:     newScanner(s.Columns),
+		values:   make([]parquet.Value, 0, batchRows*len(s.Columns)),
+	}
+	for i, c := range s.Columns {
+		w.nullable[i] = c.Nullable
+	}
+	w.pw = parquet.NewGenericWriter[any](&w.small, s.parquetSchema(),
+		parquet.Compression(s.codec()),
+		// Version 1 data pages are what most readers expect (parquet-mr and
+		// Arrow write them by default).
+		parquet.DataPageVersion(1),
+		parquet.DictionaryMaxBytes(dictionaryMaxBytes),
+	)
+	// The footer of an empty file is the template of every footer.
+	if err := w.pw.Close(); err != nil {
+		return nil, fmt.Errorf("parquet schema: %w", err)
+	}
+	md, _, err := readFooter(w.small.Bytes())
+	if err != nil {
+		return nil, fmt.Errorf("parquet schema: %w", err)
+	}
+	w.meta = format.FileMetaData{
+		Version:      md.Version,
+		Schema:       md.Schema,
+		CreatedBy:    md.CreatedBy,
+		ColumnOrders: md.ColumnOrders,
+	}
+	if w.schemaID, err = fingerprint(md.Schema); err != nil {
+		return nil, fmt.Errorf("parquet schema: %w", err)
+	}
+	w.small.Reset()
+	w.pw.Reset(&w.small)
+	return w, nil
+}
+
+// Resume returns a Writer that continues the file described by st, which
+// the caller has truncated to st.Size bytes. The Schema must produce the
+// same Parquet schema as the one st was taken with; otherwise, or if st is
+// inconsistent, the error wraps ErrBadState. The file keeps the compression
+// it was started with (parquet-go's reader decodes a whole column with the
+// codec of its first chunk); a new Compression applies from the next file.
+func Resume(s Schema, st State) (*Writer, error) {
+	if err := spec.Check(&s); err != nil {
+		return nil, err
+	}
+	groups, err := decodeGroups(st, len(s.Columns))
+	if err != nil {
+		return nil, err
+	}
+	if len(groups) > 0 {
+		codec := groups[0].Columns[0].MetaData.Codec
+		if s.Compression, err = compressionName(codec); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrBadState, err)
+		}
+	}
+	w, err := NewWriter(s)
+	if err != nil {
+		return nil, err
+	}
+	if st.Schema != w.schemaID {
+		return nil, fmt.Errorf("%w: written with another schema (%s, now %s)", ErrBadState, st.Schema, w.schemaID)
+	}
+	w.groups = groups
+	w.encoded = slices.Clone(st.RowGroups)
+	w.size, w.rows = st.Size, st.Rows
+	return w, nil
+}
+
+func (w *Writer) usable() error {
+	if w.err != nil {
+		return w.err
+	}
+	if w.done {
+		return errors.New("parquet file already has its footer")
+	}
+	return nil
+}
+
+// Append converts one JSON record value to a row and buffers it. If the
+// value does not fit the Schema the error wraps ErrBadRecord and nothing is
+// buffered. value is not retained.
+func (w *Writer) Append(value []byte) error {
+	if err := w.usable(); err != nil {
+		return err
+	}
+	if err := w.scan.scan(value); err != nil {
+		return err
+	}
+	// The row goes straight into the batch's storage, with its byte arrays
+	// copied out of value and w.scratch; a bad value takes it out again.
+	start, arenaStart := len(w.values), len(w.arena)
+	fail := func(err error) error {
+		w.values, w.arena = w.values[:start], w.arena[:arenaStart]
+		return err
+	}
+	w.scratch = w.scratch[:0]
+	n := 0
+	for c, raw := range w.scan.raw {
+		if raw == nil || raw[0] == 'n' { // absent or null
+			if !w.nullable[c] {
+				what := "missing"
+				if raw != nil {
+					what = "null"
+				}
+				return fail(fmt.Errorf("%w: column %q: field %q is %s", ErrBadRecord,
+					w.schema.Columns[c].Name, w.schema.Columns[c].path(), what))
+			}
+			w.values = append(w.values, parquet.Value{}.Level(0, 0, c))
+			continue
+		}
+		v, err := w.convert(c, raw)
+		if err != nil {
+			return fail(err)
+		}
+		if v.Kind() == parquet.ByteArray {
+			off := len(w.arena)
+			w.arena = append(w.arena, v.ByteArray()...)
+			v = parquet.ByteArrayValue(w.arena[off:len(w.arena):len(w.arena)])
+		}
+		n += size(v)
+		def := 0
+		if w.nullable[c] {
+			def = 1
+		}
+		w.values = append(w.values, v.Level(0, def, c))
+	}
+	w.batch = append(w.batch, w.values[start:len(w.values):len(w.values)])
+	w.pending++
+	w.buffered += n
+	if len(w.batch) == batchRows {
+		return w.writeBatch()
+	}
+	return nil
+}
+
+// writeBatch hands the batch to parquet-go, which copies the values.
+func (w *Writer) writeBatch() error {
+	if len(w.batch) == 0 {
+		return nil
+	}
+	if _, err := w.pw.WriteRows(w.batch); err != nil {
+		w.err = fmt.Errorf("encode rows: %w", err)
+		return w.err
+	}
+	clear(w.batch)
+	w.batch, w.values, w.arena = w.batch[:0], w.values[:0], w.arena[:0]
+	return nil
+}
+
+// Buffered is the estimated size of the buffered rows, plain encoded and
+// uncompressed (what FlushRowGroup will write is usually smaller).
+func (w *Writer) Buffered() int { return w.buffered }
+
+// FlushRowGroup encodes the buffered rows as one row group and returns the
+// bytes to append to the file: after the bytes of every earlier call, with
+// the magic in front for the first. It returns nothing when no row is
+// buffered. An error here is not about a record: the Writer is then
+// unusable, and the file continues (from the last State) with Resume.
+func (w *Writer) FlushRowGroup() ([]byte, error) {
+	if err := w.usable(); err != nil {
+		return nil, err
+	}
+	if err := w.writeBatch(); err != nil {
+		return nil, err
+	}
+	if w.pending == 0 {
+		return nil, nil
+	}
+	b, err := w.encodeRowGroup()
+	if err != nil {
+		w.err = fmt.Errorf("row group %d: %w", len(w.groups), err)
+		return nil, w.err
+	}
+	return b, nil
+}
+
+func (w *Writer) encodeRowGroup() ([]byte, error) {
+	if len(w.groups) > math.MaxInt16 {
+		return nil, errors.New("too many row groups in one file")
+	}
+	if err := w.pw.Close(); err != nil {
+		return nil, err
+	}
+	var out []byte
+	at := w.size
+	if at == 0 {
+		out = append(out, magic...)
+		at = int64(len(magic))
+	}
+	out, rg, err := relocate(out, w.small.Bytes(), at)
+	if err != nil {
+		return nil, err
+	}
+	if rg.NumRows != w.pending {
+		return nil, fmt.Errorf("parquet-go wrote %d rows, want %d", rg.NumRows, w.pending)
+	}
+	rg.Ordinal = int16(len(w.groups))
+	enc, err := thrift.Marshal(new(thrift.CompactProtocol), &rg)
+	if err != nil {
+		return nil, err
+	}
+	w.groups = append(w.groups, rg)
+	w.encoded = append(w.encoded, enc)
+	w.size += int64(len(out))
+	w.rows += rg.NumRows
+	w.pending, w.buffered = 0, 0
+	w.small.Reset()
+	w.pw.Reset(&w.small)
+	return out, nil
+}
+
+// State describes the bytes returned by FlushRowGroup so far; rows still
+// buffered are not in it, so a checkpoint flushes first. The State shares
+// no mutable memory with the Writer.
+func (w *Writer) State() State {
+	return State{
+		Size:      w.size,
+		Rows:      w.rows,
+		Schema:    w.schemaID,
+		RowGroups: slices.Clone(w.encoded),
+	}
+}
+
+// Footer returns the last bytes of the file (the magic first too when no
+// row group was written). It flushes nothing: rows still buffered are an
+// error. After it the Writer takes no more calls but State.
+func (w *Writer) Footer() ([]byte, error) {
+	if err := w.usable(); err != nil {
+		return nil, err
+	}
+	if w.pending > 0 {
+		return nil, fmt.Errorf("footer with %d rows buffered: FlushRowGroup first", w.pending)
+	}
+	md := w.meta
+	md.NumRows = w.rows
+	md.RowGroups = w.groups
+	b, err := thrift.Marshal(new(thrift.CompactProtocol), &md)
+	if err != nil {
+		return nil, fmt.Errorf("encode footer: %w", err)
+	}
+	var out []byte
+	if w.size == 0 {
+		out = append(out, magic...)
+	}
+	out = append(out, b...)
+	out = binary.LittleEndian.AppendUint32(out, uint32(len(b)))
+	out = append(out, magic...)
+	w.size += int64(len(out))
+	w.done = true
+	return out, nil
+}
