@@ -104,13 +104,13 @@ func TestBadConfigsNameFileLineAndKey(t *testing.T) {
 		},
 		{
 			name: "bad sink type",
-			yaml: doc("name: orders", "kafka: {brokers: [localhost:9092]}", "source: {topics: [orders]}", "sink:", "  type: s3"),
-			want: `config.yaml:5: sink.type: unknown sink type "s3": this build runs file, kafka, postgres or stdout`,
+			yaml: doc("name: orders", "kafka: {brokers: [localhost:9092]}", "source: {topics: [orders]}", "sink:", "  type: bigquery"),
+			want: `config.yaml:5: sink.type: unknown sink type "bigquery": this build runs file, kafka, postgres, s3 or stdout`,
 		},
 		{
 			name: "missing sink",
 			yaml: doc(minimal[:3]...),
-			want: `config.yaml: sink.type: is required (one of file, kafka, postgres or stdout)`,
+			want: `config.yaml: sink.type: is required (one of file, kafka, postgres, s3 or stdout)`,
 		},
 		{
 			name: "file sink without path",
@@ -125,7 +125,7 @@ func TestBadConfigsNameFileLineAndKey(t *testing.T) {
 		{
 			name: "a sink kind this build cannot run",
 			yaml: doc("name: orders", "kafka: {brokers: [localhost:9092]}", "source: {topics: [orders]}", "sink:", "  type: jdbc", "  url: x"),
-			want: `config.yaml:5: sink.type: unknown sink type "jdbc": this build runs file, kafka, postgres or stdout`,
+			want: `config.yaml:5: sink.type: unknown sink type "jdbc": this build runs file, kafka, postgres, s3 or stdout`,
 		},
 		{
 			name: "kafka sink without topic",
@@ -157,7 +157,7 @@ func TestBadConfigsNameFileLineAndKey(t *testing.T) {
 		{
 			name: "a misspelt sink kind",
 			yaml: doc("name: orders", "kafka: {brokers: [localhost:9092]}", "source: {topics: [orders]}", "sink: {type: fiel, path: ./out}"),
-			want: `config.yaml:4: sink.type: unknown sink type "fiel": this build runs file, kafka, postgres or stdout (did you mean file?)`,
+			want: `config.yaml:4: sink.type: unknown sink type "fiel": this build runs file, kafka, postgres, s3 or stdout (did you mean file?)`,
 		},
 		{
 			name: "a source kind this build cannot run",

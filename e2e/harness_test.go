@@ -333,7 +333,11 @@ func (j *job) writeConfig(file, addr string) string {
 			"parallelism": j.spec.Parallelism,
 			"transforms":  transforms,
 		},
-		"sink": map[string]any{"type": "file", "path": j.outDir, "format": "jsonl"},
+		// Files span checkpoints and roll at the first checkpoint a second
+		// after they opened: a SIGKILL mostly lands while files are open,
+		// so restarts cut them back and resume them, and output still
+		// becomes visible while the job runs.
+		"sink": map[string]any{"type": "file", "path": j.outDir, "format": "jsonl", "roll_age": "1s"},
 		"http": map[string]any{"addr": addr},
 	}
 	if j.outTopic != "" {

@@ -157,7 +157,7 @@ func TestFailedSinkCommitRestartsTheJobAndLosesNothing(t *testing.T) {
 	cfg.Restart.MaxFailures = 1000
 	var on atomic.Bool
 	r := startWith(t, cfg, Options{FS: faultyFS(dir, &on, func(op errorfs.Op) error {
-		if op.Kind == errorfs.OpRename && strings.Contains(op.Path, "/.pending.") {
+		if op.Kind == errorfs.OpRename && strings.Contains(op.Path, "/.inprogress.") {
 			return fmt.Errorf("injected rename failure: %w", syscall.EIO)
 		}
 		return nil

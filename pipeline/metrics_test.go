@@ -113,7 +113,7 @@ func TestMetricsSurviveRestarts(t *testing.T) {
 	var on atomic.Bool
 	reg := prometheus.NewPedanticRegistry()
 	r := startWith(t, cfg, Options{Registry: reg, FS: faultyFS(dir, &on, func(op errorfs.Op) error {
-		if op.Kind == errorfs.OpRename && strings.Contains(op.Path, "/.pending.") {
+		if op.Kind == errorfs.OpRename && strings.Contains(op.Path, "/.inprogress.") {
 			return fmt.Errorf("injected rename failure: %w", syscall.EIO)
 		}
 		return nil

@@ -52,7 +52,7 @@ source: {topics: [%q], group: %q}
 checkpoint: {interval: 100ms, dir: %q, %s}
 state: {dir: %q}
 pipeline: {parallelism: %d, transforms: [%s]%s}
-sink: {type: file, path: %q}
+sink: {type: file, path: %q, roll_age: 300ms}
 http: {addr: "127.0.0.1:0"}
 restart: {initial_backoff: 50ms, max_backoff: 200ms}
 `, strings.Join(b.Addrs, ","), topic, topic+"-group", filepath.Join(dir, "chk"), o.checkpoint, filepath.Join(dir, "state"),

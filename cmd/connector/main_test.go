@@ -90,7 +90,7 @@ sink:
   type: bigquery
   table: orders
 `)
-	want := path + ":5: sink.type: unknown sink type \"bigquery\": this build runs file, kafka, postgres or stdout\n"
+	want := path + ":5: sink.type: unknown sink type \"bigquery\": this build runs file, kafka, postgres, s3 or stdout\n"
 	for _, cmd := range []string{"validate", "run"} {
 		code, out, errOut := call(t, cmd, "--config", path)
 		if code != 2 || out != "" || errOut != want {

@@ -34,7 +34,7 @@ pipeline:
   transforms:
     - {type: filter, condition: {field: amount, op: lt, value: 50}}
     - {type: dedup, key: id, ttl: 10m}
-sink: {type: file, path: %q}
+sink: {type: file, path: %q, roll_on_checkpoint: true}
 http: {addr: "127.0.0.1:0"}
 `
 

@@ -9,6 +9,7 @@ import (
 	_ "github.com/connector-dev/connector/sink/file"     // sink.type: file
 	_ "github.com/connector-dev/connector/sink/kafka"    // sink.type: kafka
 	_ "github.com/connector-dev/connector/sink/postgres" // sink.type: postgres
+	_ "github.com/connector-dev/connector/sink/s3"       // sink.type: s3
 	_ "github.com/connector-dev/connector/sink/stdout"   // sink.type: stdout
 	_ "github.com/connector-dev/connector/source/kafka"  // source.type: kafka (the default)
 	_ "github.com/connector-dev/connector/transform"     // the built-in transforms: filter, project, dedup

@@ -43,10 +43,18 @@ const (
 	// BetweenCommits: between two writers' commits of one checkpoint, so
 	// that one worker's output is visible and another's is not.
 	BetweenCommits = "between-commits"
+	// AfterPartUpload: an object-store sink has uploaded a part of a
+	// multipart upload, and no pre-commit that records it has been
+	// acknowledged yet (the part belongs to no checkpoint).
+	AfterPartUpload = "after-part-upload"
+	// BetweenCompletes: between two CompleteMultipartUpload calls of one
+	// object-store sink commit, so that one object is visible and the next
+	// is not (mid-commit is hit after each completion as well).
+	BetweenCompletes = "between-completes"
 )
 
 // names are the valid points, sorted.
-var names = []string{AfterFlush, AfterPersist, AfterPreCommit, BeforeEndTxn, BetweenCommits, DuringRestore, MidCommit}
+var names = []string{AfterFlush, AfterPartUpload, AfterPersist, AfterPreCommit, BeforeEndTxn, BetweenCommits, BetweenCompletes, DuringRestore, MidCommit}
 
 // Names returns the names of every crash point, sorted.
 func Names() []string { return slices.Clone(names) }

@@ -39,11 +39,11 @@ func TestParseAcceptsNamesCountsAndLists(t *testing.T) {
 
 func TestParseRejectsMalformedValues(t *testing.T) {
 	for value, want := range map[string]string{
-		"mid-comit":               `CONNECTOR_CRASH_AT="mid-comit": unknown crash point "mid-comit" (known: after-flush, after-persist, after-precommit, before-endtxn, between-commits, during-restore, mid-commit)`,
+		"mid-comit":               `CONNECTOR_CRASH_AT="mid-comit": unknown crash point "mid-comit" (known: after-flush, after-part-upload, after-persist, after-precommit, before-endtxn, between-commits, between-completes, during-restore, mid-commit)`,
 		"mid-commit:0":            `CONNECTOR_CRASH_AT="mid-commit:0": "mid-commit:0": the count after ':' must be a whole number from 1`,
 		"mid-commit:x":            `CONNECTOR_CRASH_AT="mid-commit:x": "mid-commit:x": the count after ':' must be a whole number from 1`,
 		"mid-commit:":             `CONNECTOR_CRASH_AT="mid-commit:": "mid-commit:": the count after ':' must be a whole number from 1`,
-		"mid-commit,":             `CONNECTOR_CRASH_AT="mid-commit,": unknown crash point "" (known: after-flush, after-persist, after-precommit, before-endtxn, between-commits, during-restore, mid-commit)`,
+		"mid-commit,":             `CONNECTOR_CRASH_AT="mid-commit,": unknown crash point "" (known: after-flush, after-part-upload, after-persist, after-precommit, before-endtxn, between-commits, between-completes, during-restore, mid-commit)`,
 		"mid-commit:1,mid-commit": `CONNECTOR_CRASH_AT="mid-commit:1,mid-commit": crash point "mid-commit" given twice`,
 	} {
 		if _, err := parse(value); err == nil || err.Error() != want {
@@ -119,7 +119,7 @@ func TestConcurrentHitsCrashExactlyOnce(t *testing.T) {
 }
 
 func TestNamesAreTheConstants(t *testing.T) {
-	want := []string{AfterFlush, AfterPersist, AfterPreCommit, BeforeEndTxn, BetweenCommits, DuringRestore, MidCommit}
+	want := []string{AfterFlush, AfterPartUpload, AfterPersist, AfterPreCommit, BeforeEndTxn, BetweenCommits, BetweenCompletes, DuringRestore, MidCommit}
 	if got := Names(); !slices.Equal(got, want) {
 		t.Errorf("Names() = %v, want %v", got, want)
 	}

@@ -2,6 +2,7 @@ package file
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -55,38 +56,46 @@ func TestAsyncPreCommitLeavesLaterWritesToTheNextCheckpoint(t *testing.T) {
 }
 
 // TestAsyncPreCommitThatFailsCarriesItsOutputToTheNextCheckpoint: whether
-// the fsync, the rename or the directory sync fails, finish reports
+// the fsync of a file or the directory sync fails, finish reports
 // ErrNotDurable, checkpoint 1's committable is withdrawn, and the next
-// pre-commit carries its records: one commit shows every record once.
+// pre-commit carries its records: one commit shows every record once,
+// whether pre-commits roll the open file or not (then the input ends
+// before 2, to roll it).
 func TestAsyncPreCommitThatFailsCarriesItsOutputToTheNextCheckpoint(t *testing.T) {
 	for name, f := range map[string]*faults{
 		"fsync":    {kind: map[errorfs.OpKind]bool{errorfs.OpFileSync: true}, path: inProgressPrefix, err: errorfs.ErrInjected},
-		"rename":   {kind: map[errorfs.OpKind]bool{errorfs.OpRename: true}, err: errorfs.ErrInjected},
 		"dir sync": {kind: map[errorfs.OpKind]bool{errorfs.OpFileSync: true}, only: testDir, err: errorfs.ErrInjected},
 	} {
-		t.Run(name, func(t *testing.T) {
-			s, mem := faultyFile(t, f, func(c *Config) { c.RollSize = 4 << 10 })
-			w := newTestWriter(t, s, 0)
-			writeRange(t, w, 0, 300)
-			f.on.Store(true)
-			finish := preCommitAsync(t, w, 1)
-			_, err := finish()
-			f.on.Store(false)
-			if !errors.Is(err, sink.ErrNotDurable) || !errors.Is(err, errorfs.ErrInjected) {
-				t.Fatalf("finish = %v, want ErrNotDurable wrapping the injected error", err)
-			}
-			writeRange(t, w, 300, 400)
-			cs, err := preCommitAsync(t, w, 2)()
-			if err != nil {
-				t.Fatalf("finish 2: %v", err)
-			}
-			for _, c := range cs {
-				if c.Checkpoint != 2 {
-					t.Fatalf("committables %+v: checkpoint 1 failed and must not be among them", cs)
-				}
-			}
-			commit(t, s, cs)
-			assertExactlyOnce(t, mem, ids(0, 400))
-		})
+		for _, onCheckpoint := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/roll_on_checkpoint=%v", name, onCheckpoint), func(t *testing.T) {
+				asyncPreCommitFails(t, f, onCheckpoint)
+			})
+		}
 	}
+}
+
+func asyncPreCommitFails(t *testing.T, f *faults, onCheckpoint bool) {
+	s, mem := faultyFile(t, f, func(c *Config) { c.RollSize = 4 << 10; c.RollOnCheckpoint = onCheckpoint })
+	w := newTestWriter(t, s, 0)
+	writeRange(t, w, 0, 300)
+	f.on.Store(true)
+	finish := preCommitAsync(t, w, 1)
+	_, err := finish()
+	f.on.Store(false)
+	if !errors.Is(err, sink.ErrNotDurable) || !errors.Is(err, errorfs.ErrInjected) {
+		t.Fatalf("finish = %v, want ErrNotDurable wrapping the injected error", err)
+	}
+	writeRange(t, w, 300, 400)
+	w.(sink.InputEnder).EndInput()
+	cs, err := preCommitAsync(t, w, 2)()
+	if err != nil {
+		t.Fatalf("finish 2: %v", err)
+	}
+	for _, c := range cs {
+		if c.Checkpoint != 2 {
+			t.Fatalf("committables %+v: checkpoint 1 failed and must not be among them", cs)
+		}
+	}
+	commit(t, s, cs)
+	assertExactlyOnce(t, mem, ids(0, 400))
 }

@@ -67,9 +67,9 @@ func TestCrashBetweenTwoCommitRenamesThenCommitAgainIsExactlyOnce(t *testing.T) 
 		mem := vfs.NewCrashableMem()
 		var renames atomic.Int32
 		var crashed *vfs.MemFS
-		// Before the second rename of a pending file, take the crash clone.
+		// Before the second rename of a rolled file, take the crash clone.
 		inj := errorfs.InjectorFunc(func(op errorfs.Op) error {
-			if op.Kind == errorfs.OpRename && strings.Contains(op.Path, pendingPrefix) && renames.Add(1) == 2 {
+			if op.Kind == errorfs.OpRename && strings.Contains(op.Path, inProgressPrefix) && renames.Add(1) == 2 {
 				crashed = mem.CrashClone(cfg)
 			}
 			return nil

@@ -117,33 +117,6 @@ func (f *halfFile) WriteAt(p []byte, off int64) (int, error) {
 	return n, syscall.ENOSPC
 }
 
-func TestRenameFailureDuringPreCommitKeepsRenamedPartsForTheNext(t *testing.T) {
-	var renames atomic.Int32
-	f := &faults{kind: map[errorfs.OpKind]bool{errorfs.OpRename: true}, path: inProgressPrefix, err: errorfs.ErrInjected}
-	inj := errorfs.InjectorFunc(func(op errorfs.Op) error {
-		// The third part's rename fails, after two succeeded.
-		if f.on.Load() && op.Kind == errorfs.OpRename && renames.Add(1) > 2 {
-			return errorfs.ErrInjected
-		}
-		return nil
-	})
-	mem := vfs.NewMem()
-	s := newTestFile(t, errorfs.Wrap(mem, inj), func(c *Config) { c.RollSize = 4 << 10 })
-	w := newTestWriter(t, s, 0)
-	writeRange(t, w, 0, 500)
-	f.on.Store(true)
-	if _, err := w.PreCommit(ctx, 1); !errors.Is(err, sink.ErrNotDurable) || !errors.Is(err, errorfs.ErrInjected) {
-		t.Fatalf("PreCommit(1) = %v", err)
-	}
-	f.on.Store(false)
-	writeRange(t, w, 500, 600)
-	commit(t, s, preCommit(t, w, 2))
-	assertExactlyOnce(t, mem, ids(0, 600))
-	if _, hidden := listDir(t, mem); len(hidden) != 0 {
-		t.Fatalf("hidden after commit: %v", hidden)
-	}
-}
-
 func TestDirSyncFailureDuringPreCommitDeclinesAndTheNextCarriesEverything(t *testing.T) {
 	// Only the directory itself, not the files in it.
 	var on atomic.Bool
@@ -175,7 +148,7 @@ func TestDirSyncFailureDuringPreCommitDeclinesAndTheNextCarriesEverything(t *tes
 }
 
 func TestCommitRenameFailureIsRetryableAndTheRetryIsExactlyOnce(t *testing.T) {
-	f := &faults{kind: map[errorfs.OpKind]bool{errorfs.OpRename: true}, path: pendingPrefix + "part-orders-w0-1-1", err: errorfs.ErrInjected}
+	f := &faults{kind: map[errorfs.OpKind]bool{errorfs.OpRename: true}, path: inProgressPrefix + "part-orders-w0-000000000001-1", err: errorfs.ErrInjected}
 	s, mem := faultyFile(t, f, func(c *Config) { c.RollSize = 4 << 10 })
 	w := newTestWriter(t, s, 0)
 	writeRange(t, w, 0, 300)

@@ -22,12 +22,16 @@ import (
 	"github.com/connector-dev/connector/internal/fsutil"
 	"github.com/connector-dev/connector/internal/spec"
 	"github.com/connector-dev/connector/sink"
+	"github.com/connector-dev/connector/sink/internal/filefmt"
 )
 
 // File format names (Config.Format).
 const (
 	FormatJSONL = "jsonl" // the record value, one per line
 	FormatRaw   = "raw"   // the record value's bytes as they are, no separator
+	// FormatParquet is a Parquet file of the columns Config.Parquet names,
+	// taken from the fields of JSON record values.
+	FormatParquet = filefmt.Parquet
 )
 
 const (
@@ -45,6 +49,7 @@ func init() {
 		New: func(cfg any, env sink.Env) (sink.Sink, error) {
 			c := *cfg.(*Config)
 			c.Job = env.Job.Name
+			c.Writers = env.Job.Pipeline.Parallelism
 			return New(c, env.FS, env.Log)
 		},
 	})
@@ -57,13 +62,24 @@ type Config struct {
 	// files are visible there; see the package documentation for names.
 	Path string `yaml:"path" doc:"the output directory; only committed files are visible in it"`
 	// Format is jsonl (one value per line) or raw (the values' bytes).
-	Format string `yaml:"format" default:"jsonl" doc:"jsonl (one record value per line) | raw"`
+	Format string `yaml:"format" default:"jsonl" doc:"jsonl (one record value per line) | raw | parquet"`
+	// Parquet is the schema of format: parquet (columns from JSON fields),
+	// its compression and row group size.
+	Parquet filefmt.ParquetConfig `yaml:"parquet" doc:"format: parquet: columns (name, type, nullable, field), compression, row_group_size"`
 	// RollSize closes a part once it holds this many bytes and starts a new
 	// one. Rolling is independent of checkpoints.
 	RollSize config.ByteSize `yaml:"roll_size" default:"128MiB" doc:"start a new part file at this size..."`
-	// RollAge closes a part once it is this old at the next Write; zero
-	// disables rolling by age.
+	// RollAge closes a part once it is this old, at the next Write or
+	// pre-commit; zero disables rolling by age.
 	RollAge time.Duration `yaml:"roll_age" default:"5m" doc:"...or this age, whichever comes first"`
+	// RollOnCheckpoint rolls the open part at every pre-commit, so that
+	// every completed checkpoint makes everything written before it
+	// visible, at the price of a file per checkpoint per worker.
+	RollOnCheckpoint bool `yaml:"roll_on_checkpoint" doc:"roll the open file at every checkpoint: output visible at each checkpoint, one file per checkpoint and worker"`
+	// Writers is the job's parallelism: Recover hands an open file of a
+	// writer below it to that writer again and commits the others (the job
+	// scaled down). Zero commits every restored open file at Recover.
+	Writers int `yaml:"-"`
 	// Job is the job name; it is part of every file name, which lets two jobs
 	// share a directory. Letters, digits, '.', '_' and '-', at most 100.
 	Job string `yaml:"-"`
@@ -74,7 +90,8 @@ type Config struct {
 // Validate reports every unusable value under its key.
 func (c *Config) Validate(p *spec.Problems) {
 	p.Required("path", c.Path)
-	spec.OneOf(p, "format", "format", c.Format, FormatJSONL, FormatRaw)
+	spec.OneOf(p, "format", "format", c.Format, filefmt.Formats...)
+	c.Parquet.Validate(p, c.Format)
 	spec.Positive(p, "roll_size", c.RollSize)
 	spec.AtMost(p, "roll_size", c.RollSize, maxRollSize)
 	spec.NotNegative(p, "roll_age", c.RollAge)
@@ -99,7 +116,7 @@ func (c *Config) fill() error {
 		c.Now = time.Now
 	}
 	var p spec.Problems
-	c.Validate(p.At("sink"))
+	spec.ValidateAll(c, "sink", &p)
 	if !validJob.MatchString(c.Job) {
 		p.Add("name", "%q: a job name in file names needs 1-100 of [A-Za-z0-9._-], starting with a letter or digit", c.Job)
 	}
@@ -123,6 +140,11 @@ type File struct {
 	mu      sync.Mutex
 	writers map[int]bool // instances with an open writer
 	lock    io.Closer    // the job's lock on the directory; nil once closed
+	// resume holds the open files Recover restored, by writer, until
+	// NewWriter takes them; restored is the newest checkpoint among
+	// Recover's committables.
+	resume   map[int]*openState
+	restored checkpoint.ID
 
 	// Counted for Stats, from any goroutine.
 	bytesWritten   atomic.Uint64 // by the writers' parts (part.flush)
@@ -171,7 +193,14 @@ func (s *File) NewWriter(instance int) (sink.Writer, error) {
 		return nil, fmt.Errorf("file sink: writer %d is already open", instance)
 	}
 	s.writers[instance] = true
-	return newFileWriter(s, instance), nil
+	resume := s.resume[instance]
+	delete(s.resume, instance)
+	w, err := newFileWriter(s, instance, s.restored, resume)
+	if err != nil {
+		delete(s.writers, instance)
+		return nil, err
+	}
+	return w, nil
 }
 
 func (s *File) release(instance int) {
@@ -191,13 +220,13 @@ func (s *File) Commit(ctx context.Context, cs []sink.Committable) error {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("file sink commit: %w: %w", sink.ErrCommitFailed, err)
 		}
-		files, err := s.names.decode(c)
+		files, _, err := s.names.decode(c)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		for _, final := range files {
-			did, err := s.commitFile(final)
+		for _, f := range files {
+			did, err := s.commitFile(f)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("file sink commit checkpoint %d writer %d: %w", c.Checkpoint, c.Writer, err))
 			} else if did {
@@ -221,15 +250,15 @@ func (s *File) Commit(ctx context.Context, cs []sink.Committable) error {
 	return err
 }
 
-// commitFile renames one pending file into place. It reports whether it
+// commitFile renames one rolled file into place. It reports whether it
 // renamed; false with no error means it was committed before. It never
-// replaces a committed file: a pending file whose final name is taken means
+// replaces a committed file: a rolled file whose final name is taken means
 // checkpoint ids were reused (the checkpoint dir was reset while the output
 // stayed), and is refused with ErrCommitConflict rather than losing the
 // committed file's records.
-func (s *File) commitFile(final string) (bool, error) {
-	to := s.fs.PathJoin(s.cfg.Path, final)
-	from := s.fs.PathJoin(s.cfg.Path, pendingName(final))
+func (s *File) commitFile(r rename) (bool, error) {
+	to := s.fs.PathJoin(s.cfg.Path, r.To)
+	from := s.fs.PathJoin(s.cfg.Path, r.From)
 	if _, err := s.fs.Stat(to); err == nil {
 		if _, perr := s.fs.Stat(from); perr != nil {
 			return false, nil // committed before
@@ -267,10 +296,12 @@ func (s *File) commitFile(final string) (bool, error) {
 	}
 }
 
-// Recover commits restored (as Commit does), then removes every hidden file
-// of this job (other jobs' files in the directory are left alone): parts in
-// progress and pending files of checkpoints that never completed, whose
-// records the source will replay. It must run before any writer opens.
+// Recover commits restored (as Commit does), cuts every restored open
+// file back to its recorded size and keeps it for its writer (or commits it,
+// for a writer the job no longer has), then removes every other hidden file
+// of this job (other jobs' files in the directory are left alone): files
+// written after the restored checkpoint, whose records the source will
+// replay. It must run before any writer opens.
 func (s *File) Recover(ctx context.Context, restored []sink.Committable) error {
 	s.mu.Lock()
 	open := len(s.writers)
@@ -281,6 +312,14 @@ func (s *File) Recover(ctx context.Context, restored []sink.Committable) error {
 	if err := s.Commit(ctx, restored); err != nil {
 		return fmt.Errorf("file sink recover: %w", err)
 	}
+	resume, after, err := s.restoreOpen(ctx, restored)
+	if err != nil {
+		return fmt.Errorf("file sink recover: %w", err)
+	}
+	keep := make(map[string]bool, len(resume))
+	for _, o := range resume {
+		keep[o.Name] = true
+	}
 	list, err := s.fs.List(s.cfg.Path)
 	if err != nil {
 		return fmt.Errorf("file sink recover: %w: list %s: %w", sink.ErrCommitFailed, s.cfg.Path, err)
@@ -288,7 +327,7 @@ func (s *File) Recover(ctx context.Context, restored []sink.Committable) error {
 	var errs []error
 	removed := 0
 	for _, name := range list {
-		if !s.names.ownHidden(name) {
+		if !s.names.ownHidden(name) || keep[name] {
 			continue
 		}
 		if err := s.fs.Remove(s.fs.PathJoin(s.cfg.Path, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -303,8 +342,107 @@ func (s *File) Recover(ctx context.Context, restored []sink.Committable) error {
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("file sink recover: %w: %w", sink.ErrCommitFailed, err)
 	}
-	s.log.Info().Int("restored_committables", len(restored)).Int("removed_hidden", removed).Msg("recovered")
+	s.mu.Lock()
+	s.resume, s.restored = resume, after
+	s.mu.Unlock()
+	s.log.Info().Int("restored_committables", len(restored)).Int("resumed_open_files", len(resume)).
+		Int("removed_hidden", removed).Msg("recovered")
 	return nil
+}
+
+// restoreOpen cuts each writer's open file of restored back to its durable
+// size. It returns the files to resume, by writer, and the newest
+// checkpoint of restored. A file of a writer at or above cfg.Writers is
+// committed instead, named as if the restored checkpoint had rolled it.
+func (s *File) restoreOpen(ctx context.Context, restored []sink.Committable) (map[int]*openState, checkpoint.ID, error) {
+	var after checkpoint.ID
+	rolledAt := map[int]int{} // files each writer's pre-commit of after rolled, to number one more
+	for _, c := range restored {
+		after = max(after, c.Checkpoint)
+	}
+	resume := map[int]*openState{}
+	for _, c := range restored {
+		renames, o, err := s.names.decode(c)
+		if err != nil {
+			return nil, 0, err
+		}
+		if c.Checkpoint == after {
+			rolledAt[c.Writer] += len(renames)
+		}
+		if o == nil {
+			continue
+		}
+		if prev := resume[c.Writer]; prev != nil && prev.Name != o.Name {
+			return nil, 0, fmt.Errorf("%w: writer %d has two open files, %s and %s", sink.ErrBadCommittable, c.Writer, prev.Name, o.Name)
+		}
+		resume[c.Writer] = o
+	}
+	for w, o := range resume {
+		path := s.fs.PathJoin(s.cfg.Path, o.Name)
+		closed := rename{From: o.Name, To: s.names.finalName(w, after, rolledAt[w])}
+		if _, err := s.fs.Stat(path); errors.Is(err, os.ErrNotExist) {
+			if _, err := s.fs.Stat(s.fs.PathJoin(s.cfg.Path, closed.To)); err == nil {
+				delete(resume, w) // closed out and committed by an earlier Recover of this checkpoint
+				continue
+			}
+			later, aerr := s.CommittedAfter(ctx, after)
+			if aerr == nil && len(later) > 0 {
+				// Committed by a later checkpoint than the one restored:
+				// the runtime already decided to restore this one anyway.
+				s.log.Error().Str("file", o.Name).Uint64("checkpoint", uint64(after)).Strs("committed_after", later).
+					Msg("the open file of the restored checkpoint was committed by a later one; its records are written again")
+				delete(resume, w)
+				continue
+			}
+			return nil, 0, fmt.Errorf("%w: writer %d's open file %s of checkpoint %d is gone", sink.ErrCommitLost, w, o.Name, after)
+		}
+		if err := fsutil.Truncate(s.fs, path, o.Size); err != nil {
+			return nil, 0, fmt.Errorf("%w: writer %d's open file: %w", sink.ErrCommitLost, w, err)
+		}
+		if s.cfg.Writers > 0 && w < s.cfg.Writers {
+			if _, err := filefmt.Resume(s.cfg.Format, s.cfg.Parquet, o.Format); err == nil {
+				continue
+			} else if !errors.Is(err, filefmt.ErrSchemaChanged) {
+				return nil, 0, fmt.Errorf("writer %d's open file %s: %w", w, o.Name, err)
+			}
+			s.log.Warn().Str("file", o.Name).Msg("the format or parquet schema changed since the open file was begun: it is closed and committed as it is")
+		}
+		if err := s.closeOut(path, o); err != nil {
+			return nil, 0, fmt.Errorf("writer %d's open file: %w", w, err)
+		}
+		if _, err := s.commitFile(closed); err != nil {
+			return nil, 0, fmt.Errorf("writer %d's open file, of a writer the job no longer has: %w", w, err)
+		}
+		s.filesCommitted.Add(1)
+		delete(resume, w)
+	}
+	return resume, after, nil
+}
+
+// closeOut completes a restored open file no writer goes on with: its
+// format's last bytes (a Parquet footer) are appended at its recorded size
+// and the file fsynced.
+func (s *File) closeOut(path string, o *openState) error {
+	tail, err := filefmt.Finish(o.Format)
+	if err != nil {
+		return fmt.Errorf("close %s: %w", o.Name, err)
+	}
+	if len(tail) == 0 {
+		return nil
+	}
+	f, err := s.fs.OpenReadWrite(path, "sink-file")
+	if err != nil {
+		return fmt.Errorf("%w: open %s: %w", sink.ErrCommitFailed, o.Name, err)
+	}
+	if _, err := f.WriteAt(tail, o.Size); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("%w: write %s: %w", sink.ErrCommitFailed, o.Name, err)
+	}
+	if err := f.Sync(); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("%w: sync %s: %w", sink.ErrCommitFailed, o.Name, err)
+	}
+	return f.Close()
 }
 
 // Stats returns the bytes the writers wrote into part files (committed or

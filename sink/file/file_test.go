@@ -65,8 +65,8 @@ func TestRawWritesValueBytesWithoutSeparator(t *testing.T) {
 	}
 	commit(t, s, preCommit(t, w, 1))
 	visible, _ := listDir(t, fs)
-	if len(visible) != 1 || visible[0] != "part-orders-w0-1-0.raw" {
-		t.Fatalf("visible files %v, want [part-orders-w0-1-0.raw]", visible)
+	if len(visible) != 1 || visible[0] != "part-orders-000000000001-w0-0.raw" {
+		t.Fatalf("visible files %v, want [part-orders-000000000001-w0-0.raw]", visible)
 	}
 	if got := string(readFile(t, fs, visible[0])); got != "abc\nd\x00e" {
 		t.Fatalf("file holds %q", got)
@@ -87,8 +87,8 @@ func TestNothingIsVisibleBeforeCommit(t *testing.T) {
 		t.Fatalf("after PreCommit: visible %v, want none", visible)
 	}
 	for _, h := range hidden {
-		if !strings.HasPrefix(h, pendingPrefix) {
-			t.Fatalf("after PreCommit: hidden %q is not pending", h)
+		if !strings.HasPrefix(h, inProgressPrefix) {
+			t.Fatalf("after PreCommit: hidden %q is not in progress", h)
 		}
 	}
 	commit(t, s, cs)
@@ -235,8 +235,8 @@ func TestRollBySizeStartsNewPartsIndependentOfCheckpoints(t *testing.T) {
 	cs := preCommit(t, w, 1)
 	commit(t, s, cs)
 	visible, _ := listDir(t, fs)
-	var files []string
-	if err := json.Unmarshal(cs[0].Data, &struct{ Files *[]string }{&files}); err != nil || len(files) != len(visible) {
+	var files []rename
+	if err := json.Unmarshal(cs[0].Data, &struct{ Rolled *[]rename }{&files}); err != nil || len(files) != len(visible) {
 		t.Fatalf("committable names %d files (%v), %d visible", len(files), err, len(visible))
 	}
 	if len(visible) < 10 {
@@ -264,7 +264,7 @@ func TestRollByAgeStartsNewPartOnceThePartIsOld(t *testing.T) {
 	clock.Advance(2 * time.Minute)
 	writeRange(t, w, 30, 40) // third part
 	commit(t, s, preCommit(t, w, 5))
-	assertParts(t, fs, 20, "part-orders-w0-5-0.jsonl", "part-orders-w0-5-1.jsonl", "part-orders-w0-5-2.jsonl")
+	assertParts(t, fs, 20, "part-orders-000000000005-w0-0.jsonl", "part-orders-000000000005-w0-1.jsonl", "part-orders-000000000005-w0-2.jsonl")
 	assertExactlyOnce(t, fs, ids(0, 40))
 }
 
@@ -297,7 +297,7 @@ func TestRollByAgeInBatchesReadsTheClockOncePerBatch(t *testing.T) {
 	b.BeginBatch()
 	writeRange(t, w, 20, 30) // the part is old now: a second part
 	commit(t, s, preCommit(t, w, 5))
-	assertParts(t, fs, 20, "part-orders-w0-5-0.jsonl", "part-orders-w0-5-1.jsonl")
+	assertParts(t, fs, 20, "part-orders-000000000005-w0-0.jsonl", "part-orders-000000000005-w0-1.jsonl")
 	assertExactlyOnce(t, fs, ids(0, 30))
 }
 
@@ -307,7 +307,7 @@ func TestCommitOfOutputThatVanishedIsErrCommitLost(t *testing.T) {
 	w := newTestWriter(t, s, 0)
 	writeRange(t, w, 0, 10)
 	cs := preCommit(t, w, 1)
-	if err := fs.Remove(fs.PathJoin(testDir, ".pending.part-orders-w0-1-0.jsonl")); err != nil {
+	if err := fs.Remove(fs.PathJoin(testDir, ".inprogress.part-orders-w0-000000000001-0.jsonl")); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Commit(ctx, cs); !errors.Is(err, sink.ErrCommitLost) {
@@ -323,7 +323,10 @@ func TestCommitRefusesCommittablesItDidNotProduce(t *testing.T) {
 	fs := vfs.NewMem()
 	s := newTestFile(t, fs, nil)
 	for _, data := range []string{`not json`, `{"files":["../etc/passwd"]}`, `{"files":["part-other-w0-1-0.jsonl"]}`,
-		`{"files":[".pending.part-orders-w0-1-0.jsonl"]}`} {
+		`{"files":[".pending.part-orders-w0-1-0.jsonl"]}`,
+		`{"rolled":[{"from":"../x","to":"part-orders-000000000001-w0-0.jsonl"}]}`,
+		`{"rolled":[{"from":".inprogress.part-orders-w0-000000000001-0.jsonl","to":"part-other-000000000001-w0-0.jsonl"}]}`,
+		`{"open":{"name":"/etc/passwd","size":1}}`} {
 		err := s.Commit(ctx, []sink.Committable{{Checkpoint: 1, Data: json.RawMessage(data)}})
 		if !errors.Is(err, sink.ErrBadCommittable) {
 			t.Fatalf("Commit(%s) = %v, want ErrBadCommittable", data, err)
@@ -461,7 +464,7 @@ func TestCommittedAfterListsTheOutputOfLaterCheckpoints(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"part-orders-w0-2-1.jsonl", "part-orders-w0-3-2.jsonl"}; !slices.Equal(got, want) {
+	if want := []string{"part-orders-000000000002-w0-0.jsonl", "part-orders-000000000003-w0-0.jsonl"}; !slices.Equal(got, want) {
 		t.Errorf("CommittedAfter(1) = %v, want %v", got, want)
 	}
 	if got, _ := s.CommittedAfter(ctx, 3); len(got) != 0 {

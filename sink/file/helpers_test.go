@@ -25,7 +25,7 @@ var ctx = context.Background()
 
 func newTestFile(t *testing.T, fs vfs.FS, mod func(*Config)) *File {
 	t.Helper()
-	cfg := Config{Path: testDir, Job: "orders", RollSize: 1 << 20}
+	cfg := Config{Path: testDir, Job: "orders", RollSize: 1 << 20, RollOnCheckpoint: true}
 	if mod != nil {
 		mod(&cfg)
 	}

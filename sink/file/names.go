@@ -8,45 +8,63 @@ import (
 
 	"github.com/connector-dev/connector/checkpoint"
 	"github.com/connector-dev/connector/sink"
+	"github.com/connector-dev/connector/sink/internal/filefmt"
 )
 
 // File names (see the package documentation):
 //
-//	.inprogress.part-<job>-w<writer>-<seq>.<ext>   written, not pre-committed
-//	.pending.part-<job>-w<writer>-<n>-<seq>.<ext>  pre-committed at barrier n
-//	part-<job>-w<writer>-<n>-<seq>.<ext>           committed, visible
+//	.inprogress.part-<job>-w<writer>-<F>-<seq>.<ext>   written, not committed
+//	part-<job>-<C>-w<writer>-<i>.<ext>                 committed, visible
 //
-// seq counts the parts a writer opened since it started; n is the checkpoint
-// whose PreCommit renamed the part to pending.
+// F is one more than the last barrier the writer had passed when it opened
+// the file, and seq counts the files it opened since that barrier: together
+// they name a file uniquely among the files Recover keeps. C is the
+// checkpoint whose pre-commit rolled the file, and i numbers the files that
+// pre-commit rolled. F and C have 12 digits, so committed names sort by the
+// checkpoint that made them (by time), then by writer.
+//
+// Earlier versions named committed files part-<job>-w<writer>-<n>-<seq> and
+// pre-committed ones .pending.<committed name>: both are still recognised
+// (committables of their checkpoints are still committed, their hidden
+// files still removed).
 const (
 	inProgressPrefix = ".inprogress."
-	pendingPrefix    = ".pending."
+	pendingPrefix    = ".pending." // earlier versions' pre-committed files
+	idDigits         = 12
 )
 
 type names struct {
-	job, ext string
-	hidden   *regexp.Regexp // this job's in-progress and pending names
-	final    *regexp.Regexp // this job's committed names
+	job, ext   string
+	hidden     *regexp.Regexp // this job's in-progress and (former) pending names
+	inProgress *regexp.Regexp // this job's in-progress names of this version
+	final      *regexp.Regexp // this job's committed names; group 1 is C
+	legacy     *regexp.Regexp // this job's committed names of earlier versions; group 1 is n
 }
 
 func newNames(job, ext string) names {
 	j := regexp.QuoteMeta(job)
-	// The job name is followed by "-w" and digits and dashes only, so job
-	// "a" never claims the files of job "a-w1" and the reverse.
+	// The job name is followed by "-w" or 12 digits and "-w", then digits
+	// and dashes only, so job "a" never claims the files of job "a-w1" and
+	// the reverse.
 	return names{
-		job:    job,
-		ext:    ext,
-		hidden: regexp.MustCompile(`^\.(inprogress|pending)\.part-` + j + `-w\d+(-\d+)+\.(jsonl|raw)$`),
-		final:  regexp.MustCompile(`^part-` + j + `-w\d+-(\d+)-\d+\.(jsonl|raw)$`),
+		job:        job,
+		ext:        ext,
+		hidden:     regexp.MustCompile(`^\.(inprogress|pending)\.part-` + j + `-w\d+(-\d+)+\.(jsonl|raw|parquet)$`),
+		inProgress: regexp.MustCompile(`^\.inprogress\.part-` + j + `-w\d+-\d{12,}-\d+\.(jsonl|raw|parquet)$`),
+		final:      regexp.MustCompile(`^part-` + j + `-(\d{12,})-w\d+-\d+\.(jsonl|raw|parquet)$`),
+		legacy:     regexp.MustCompile(`^part-` + j + `-w\d+-(\d+)-\d+\.(jsonl|raw|parquet)$`),
 	}
 }
 
-func (n names) inProgress(writer, seq int) string {
-	return fmt.Sprintf("%spart-%s-w%d-%d.%s", inProgressPrefix, n.job, writer, seq, n.ext)
+// inProgressName names the seq-th file a writer opened after barrier
+// first-1.
+func (n names) inProgressName(writer int, first checkpoint.ID, seq int) string {
+	return fmt.Sprintf("%spart-%s-w%d-%0*d-%d.%s", inProgressPrefix, n.job, writer, idDigits, first, seq, n.ext)
 }
 
-func (n names) finalName(writer int, id checkpoint.ID, seq int) string {
-	return fmt.Sprintf("part-%s-w%d-%d-%d.%s", n.job, writer, id, seq, n.ext)
+// finalName names the i-th file writer's pre-commit of checkpoint id rolled.
+func (n names) finalName(writer int, id checkpoint.ID, i int) string {
+	return fmt.Sprintf("part-%s-%0*d-w%d-%d.%s", n.job, idDigits, id, writer, i, n.ext)
 }
 
 func pendingName(final string) string { return pendingPrefix + final }
@@ -54,9 +72,12 @@ func pendingName(final string) string { return pendingPrefix + final }
 func (n names) ownHidden(name string) bool { return n.hidden.MatchString(name) }
 
 // committedAt returns the checkpoint in a committed name of this job (the
-// barrier whose pre-commit wrote it); false for any other name.
+// barrier whose pre-commit rolled it); false for any other name.
 func (n names) committedAt(name string) (checkpoint.ID, bool) {
 	m := n.final.FindStringSubmatch(name)
+	if m == nil {
+		m = n.legacy.FindStringSubmatch(name)
+	}
 	if m == nil {
 		return 0, false
 	}
@@ -68,32 +89,71 @@ func (n names) committedAt(name string) (checkpoint.ID, bool) {
 // a name Recover removes.
 func (n names) lockName() string { return ".lock." + n.job }
 
-// fileCommittable is the Data of a file sink Committable: the committed names
-// of its files; each pending name is pendingName(final).
+// fileCommittable is the Data of a file sink Committable. Rolled lists
+// the files a pre-commit rolled, to be renamed into place by Commit; Open
+// is the file still growing at the barrier, which Commit leaves alone and
+// Recover cuts back to Size and hands to the writer again. Files is what
+// earlier versions recorded: committed names, each pre-committed under
+// pendingName.
 type fileCommittable struct {
-	Files []string `json:"files"`
+	Rolled []rename   `json:"rolled,omitempty"`
+	Open   *openState `json:"open,omitempty"`
+	Files  []string   `json:"files,omitempty"`
 }
 
-func (n names) encode(id checkpoint.ID, writer int, finals []string) sink.Committable {
-	data, err := json.Marshal(fileCommittable{Files: finals})
+// rename is one rolled file: its in-progress name and its committed name.
+type rename struct {
+	From string `json:"from"`
+	To   string `json:"to"`
+}
+
+// openState is a writer's open file at a barrier: Size bytes of it are
+// durable and hold every record the writer took before the barrier that
+// no rolled file holds. Opened (Unix milliseconds) is when the file
+// opened, for roll_age.
+type openState struct {
+	Name   string         `json:"name"`
+	Size   int64          `json:"size"`
+	Opened int64          `json:"opened"`
+	Format *filefmt.State `json:"format,omitempty"` // parquet: what continuing or closing it takes
+}
+
+func (n names) encode(id checkpoint.ID, writer int, fc fileCommittable) sink.Committable {
+	data, err := json.Marshal(fc)
 	if err != nil {
-		panic(fmt.Sprintf("file sink: marshal committable: %v", err)) // []string always marshals
+		panic(fmt.Sprintf("file sink: marshal committable: %v", err)) // strings and numbers always marshal
 	}
 	return sink.Committable{Checkpoint: id, Writer: writer, Data: data}
 }
 
-// decode returns the final names of c, refusing any name that is not a
-// committed name of this job (a path, another job's file).
-func (n names) decode(c sink.Committable) ([]string, error) {
+// decode returns c's files to rename into place and its open file (nil
+// for none), refusing any name that is not a file name of this job (a
+// path, another job's file).
+func (n names) decode(c sink.Committable) ([]rename, *openState, error) {
 	var fc fileCommittable
 	if err := json.Unmarshal(c.Data, &fc); err != nil {
-		return nil, fmt.Errorf("%w: checkpoint %d writer %d: %w", sink.ErrBadCommittable, c.Checkpoint, c.Writer, err)
+		return nil, nil, fmt.Errorf("%w: checkpoint %d writer %d: %w", sink.ErrBadCommittable, c.Checkpoint, c.Writer, err)
 	}
-	for _, f := range fc.Files {
-		if !n.final.MatchString(f) {
-			return nil, fmt.Errorf("%w: checkpoint %d writer %d: %q is not a file name of job %q",
-				sink.ErrBadCommittable, c.Checkpoint, c.Writer, f, n.job)
+	bad := func(name string) error {
+		return fmt.Errorf("%w: checkpoint %d writer %d: %q is not a file name of job %q", sink.ErrBadCommittable, c.Checkpoint, c.Writer, name, n.job)
+	}
+	renames := fc.Rolled
+	for _, r := range fc.Rolled {
+		if !n.inProgress.MatchString(r.From) {
+			return nil, nil, bad(r.From)
+		}
+		if !n.final.MatchString(r.To) {
+			return nil, nil, bad(r.To)
 		}
 	}
-	return fc.Files, nil
+	for _, f := range fc.Files {
+		if !n.legacy.MatchString(f) && !n.final.MatchString(f) {
+			return nil, nil, bad(f)
+		}
+		renames = append(renames, rename{From: pendingName(f), To: f})
+	}
+	if fc.Open != nil && (!n.inProgress.MatchString(fc.Open.Name) || fc.Open.Size < 0) {
+		return nil, nil, bad(fc.Open.Name)
+	}
+	return renames, fc.Open, nil
 }

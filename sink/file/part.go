@@ -2,33 +2,45 @@ package file
 
 import (
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/connector-dev/connector/sink/internal/filefmt"
 )
 
 type partState int
 
 const (
-	partOpen    partState = iota // takes records
-	partRolled                   // full or pre-committed, not yet synced
-	partSynced                   // every byte written and fsynced, file closed
-	partPending                  // renamed to its pending name
+	partOpen   partState = iota // takes records
+	partRolled                  // full, aged, or rolled by a pre-commit; not yet synced
+	partSynced                  // every byte written and fsynced, file closed
 )
 
 // part is one output file of a writer. Its bytes live in buf until written;
 // off is how many are in the file. Writes go to offset off with WriteAt, so a
 // write that failed half-way is simply repeated: nothing is lost or doubled.
+//
+// The writer's goroutine owns the part, except that the asynchronous rest of
+// a pre-commit fsyncs the open part (syncOpen) while the writer goes on:
+// mu orders that fsync with the writer creating or closing f.
 type part struct {
-	name   string // in-progress name
-	seq    int    // the writer's part number, in both names
-	final  string // committed name, set when renamed to pending
+	name   string       // in-progress name
+	final  string       // committed name, set by the pre-commit that rolls it
+	ff     filefmt.File // the records' bytes in the file's format
 	opened time.Time
 	state  partState
-	f      vfs.File // nil before the first write and once synced
-	buf    []byte
-	off    int64
+	// resumed: the file exists (restored at a restart, cut back to off):
+	// it is opened for writing, never created.
+	resumed bool
+	// dirSynced: the directory entry of the file is durable.
+	dirSynced bool
+	mu        sync.Mutex
+	f         vfs.File // nil before the first write and once synced
+	buf       []byte
+	off       int64
 	// written is how far background write-back was last started (SyncTo),
 	// so the fsync at pre-commit finds little dirty data left.
 	written int64
@@ -45,11 +57,20 @@ func (p *part) flush(fs vfs.FS, dir string) error {
 		return nil
 	}
 	if p.f == nil {
-		f, err := fs.Create(fs.PathJoin(dir, p.name), "sink-file")
-		if err != nil {
-			return fmt.Errorf("create %s: %w", p.name, err)
+		var f vfs.File
+		var err error
+		if p.resumed {
+			f, err = fs.OpenReadWrite(fs.PathJoin(dir, p.name), "sink-file")
+		} else {
+			f, err = fs.Create(fs.PathJoin(dir, p.name), "sink-file")
 		}
+		if err != nil {
+			return fmt.Errorf("open %s: %w", p.name, err)
+		}
+		p.resumed = true // a retry after a failed write must not truncate it
+		p.mu.Lock()
 		p.f = f
+		p.mu.Unlock()
 	}
 	n, err := p.f.WriteAt(p.buf, p.off)
 	p.off += int64(n)
@@ -101,6 +122,12 @@ func (p *part) finish(fs vfs.FS, dir string) error {
 	if err := p.flush(fs, dir); err != nil {
 		return err
 	}
+	if p.f == nil {
+		p.state = partSynced // resumed, cut back and durable, never written since
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if err := p.f.Sync(); err != nil {
 		return fmt.Errorf("sync %s: %w", p.name, err)
 	}
@@ -114,8 +141,25 @@ func (p *part) finish(fs vfs.FS, dir string) error {
 	return nil
 }
 
+// syncOpen fsyncs the file of the open part, making every byte written to
+// it before the call durable; a file closed meanwhile was fsynced by its
+// finish. It may run on another goroutine than the writer's.
+func (p *part) syncOpen() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.f == nil {
+		return nil
+	}
+	if err := p.f.Sync(); err != nil {
+		return fmt.Errorf("sync %s: %w", p.name, err)
+	}
+	return nil
+}
+
 // abandon closes the file, if open, without syncing.
 func (p *part) abandon() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if p.f == nil {
 		return nil
 	}

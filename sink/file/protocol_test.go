@@ -15,15 +15,20 @@ import (
 
 // TestFileOperationsFollowTheDocumentedOrder runs testdata/protocol.txt:
 // every file operation of the file sink (vfs.WithLogging) is the trace, so
-// the order the package documentation promises (a part fsynced before its
-// rename to pending, the directory fsynced after every rename, pending
-// renamed into place at commit) is checked. Commands:
+// the order the package documentation promises (a file fsynced, and its
+// name in the directory, before the pre-commit that records it returns;
+// rolled files renamed into place at commit; an open file cut back to its
+// recorded size at recover) is checked. Commands:
 //
-//	open roll=N            the sink (roll_size N bytes) and writer 0
+//	open roll=N [span]     the sink (roll_size N bytes; span: files span
+//	                       checkpoints, else roll_on_checkpoint) and writer 0
 //	write from=A to=B      records A..B-1
 //	precommit id=N         PreCommit of barrier N (the asynchronous rest run at once)
+//	end                    EndInput: the next pre-commit rolls the open file
 //	commit                 Commit of every committable so far
-//	recover                Recover with the committables so far, after closing the writer
+//	recover [id=N]         Recover with the committables of the last pre-commit
+//	                       (of pre-commit N), after closing the writer
+//	reopen                 writer 0 again (after recover: it resumes the open file)
 func TestFileOperationsFollowTheDocumentedOrder(t *testing.T) {
 	mem := vfs.NewMem()
 	var ops []string
@@ -31,9 +36,10 @@ func TestFileOperationsFollowTheDocumentedOrder(t *testing.T) {
 		ops = append(ops, fmt.Sprintf(format, args...))
 	})
 	var (
-		s  *File
-		w  sink.Writer
-		cs []sink.Committable
+		s    *File
+		w    sink.Writer
+		cs   []sink.Committable
+		byID = map[int][]sink.Committable{}
 	)
 	datadriven.RunTest(t, "testdata/protocol.txt", func(t *testing.T, d *datadriven.TestData) string {
 		ops = ops[:0]
@@ -41,7 +47,20 @@ func TestFileOperationsFollowTheDocumentedOrder(t *testing.T) {
 		case "open":
 			var roll int
 			d.ScanArgs(t, "roll", &roll)
-			s = newTestFile(t, fs, func(c *Config) { c.RollSize = config.ByteSize(roll) })
+			span := d.HasArg("span")
+			if s != nil {
+				_ = w.Close()
+				_ = s.Close()
+				ops = ops[:0]
+			}
+			s = newTestFile(t, fs, func(c *Config) {
+				c.RollSize, c.RollOnCheckpoint, c.Writers = config.ByteSize(roll), !span, 1
+			})
+			w = newTestWriter(t, s, 0)
+			cs = nil
+		case "end":
+			w.(sink.InputEnder).EndInput()
+		case "reopen":
 			w = newTestWriter(t, s, 0)
 		case "write":
 			var from, to int
@@ -52,12 +71,19 @@ func TestFileOperationsFollowTheDocumentedOrder(t *testing.T) {
 			var id int
 			d.ScanArgs(t, "id", &id)
 			cs = preCommit(t, w, checkpoint.ID(id))
+			byID[id] = cs
 		case "commit":
 			commit(t, s, cs)
 		case "recover":
+			restored := cs
+			if d.HasArg("id") {
+				var id int
+				d.ScanArgs(t, "id", &id)
+				restored = byID[id]
+			}
 			_ = w.Close()
 			ops = ops[:0]
-			if err := s.Recover(ctx, cs); err != nil {
+			if err := s.Recover(ctx, restored); err != nil {
 				return "error: " + err.Error()
 			}
 		default:

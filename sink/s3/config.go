@@ -1,0 +1,217 @@
+package s3
+
+import (
+	"fmt"
+	"net/url"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/connector-dev/connector/checkpoint"
+	"github.com/connector-dev/connector/config"
+	"github.com/connector-dev/connector/internal/spec"
+	"github.com/connector-dev/connector/sink"
+	"github.com/connector-dev/connector/sink/internal/recfmt"
+)
+
+func init() {
+	sink.Register(sink.Kind{
+		Name:    "s3",
+		Summary: "exactly-once objects in S3-compatible storage: multipart uploads spanning checkpoints, completed (If-None-Match: *) when a checkpoint completes",
+		Config:  func() any { return new(Config) },
+		New: func(cfg any, env sink.Env) (sink.Sink, error) {
+			c := *cfg.(*Config)
+			c.Job = env.Job.Name
+			c.Parallelism = env.Job.Pipeline.Parallelism
+			c.FallBack = env.Job.Checkpoint.OnUnrestorable == checkpoint.UnrestorableFallBack
+			return New(c, env.Log)
+		},
+	})
+}
+
+// Config configures the s3 sink: the sink: section of a job file (with
+// type: s3), plus what New takes from the job.
+type Config struct {
+	// Bucket must exist; New checks it.
+	Bucket string `yaml:"bucket" doc:"the bucket objects go to; must exist"`
+	// Prefix starts every key the sink writes, visible or not.
+	Prefix string `yaml:"prefix" doc:"prefix of every key the sink writes (e.g. out/)"`
+	// Endpoint is an S3-compatible server, http:// or https://host[:port];
+	// empty is AWS S3.
+	Endpoint string `yaml:"endpoint" doc:"http(s)://host:port of an S3-compatible server; empty: AWS S3"`
+	// Region signs the requests.
+	Region string `yaml:"region" default:"us-east-1" doc:"the bucket's region (request signing)"`
+	// PathStyle addresses the bucket in the path (http://host/bucket/key)
+	// rather than the host name; unset, it is on with an endpoint and off
+	// for AWS.
+	PathStyle OptionalBool `yaml:"path_style,omitempty" doc:"path-style requests; default: true when endpoint is set"`
+	// AccessKeyID and SecretAccessKey are the credentials; both empty: the
+	// environment's AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and
+	// AWS_SESSION_TOKEN.
+	AccessKeyID     string        `yaml:"access_key_id,omitempty" doc:"access key id; empty: AWS_ACCESS_KEY_ID from the environment"`
+	SecretAccessKey config.Secret `yaml:"secret_access_key,omitempty" doc:"secret access key; empty: AWS_SECRET_ACCESS_KEY from the environment; never printed"`
+	// Format is jsonl (one value per line) or raw (the values' bytes).
+	Format string `yaml:"format" default:"jsonl" doc:"jsonl (one record value per line) | raw"`
+	// PartSize: an object is uploaded in parts of this size (the last may
+	// be smaller); each writer holds up to about three in memory.
+	PartSize config.ByteSize `yaml:"part_size" default:"16MiB" doc:"multipart part size, 5MiB to 5GiB; memory: about 3 per writer"`
+	// RollSize completes an object once it holds this many bytes and opens
+	// the next. Rolling is independent of checkpoints.
+	RollSize config.ByteSize `yaml:"roll_size" default:"128MiB" doc:"start a new object at this size..."`
+	// RollAge completes an object once it is this old (at the next Write or
+	// pre-commit); zero disables rolling by age.
+	RollAge time.Duration `yaml:"roll_age" default:"5m" doc:"...or this age, whichever comes first (0: never by age)"`
+	// RollOnCheckpoint rolls the open object at every pre-commit: output
+	// visible at every checkpoint, one object per checkpoint and writer.
+	RollOnCheckpoint bool `yaml:"roll_on_checkpoint" doc:"roll the open object at every checkpoint (small objects, visible sooner)"`
+
+	// Job is the job name, in every key. Letters, digits, '.', '_' and
+	// '-', at most 100.
+	Job string `yaml:"-"`
+	// Parallelism is the job's number of writers: Recover completes the
+	// open objects of writers beyond it (the job was scaled down).
+	Parallelism int `yaml:"-"`
+	// FallBack is checkpoint.on_unrestorable: fall_back: Recover goes on
+	// when it finds output of checkpoints after the restored one.
+	FallBack bool `yaml:"-"`
+	// Now is the clock for RollAge (default time.Now).
+	Now func() time.Time `yaml:"-"`
+
+	// minPartSize is the smallest part_size allowed (S3's 5 MiB; tests of
+	// the fake lower it).
+	minPartSize config.ByteSize
+	// client replaces the S3 client (tests).
+	client client
+}
+
+// OptionalBool is a boolean that may be left unset (its zero value).
+type OptionalBool uint8
+
+// OptionalBool values.
+const (
+	Unset OptionalBool = iota
+	False
+	True
+)
+
+// Or returns b, or def when b is unset.
+func (b OptionalBool) Or(def bool) bool {
+	if b == Unset {
+		return def
+	}
+	return b == True
+}
+
+// IsZero reports whether b is unset (yaml's omitempty).
+func (b OptionalBool) IsZero() bool { return b == Unset }
+
+// UnmarshalText reads true or false.
+func (b *OptionalBool) UnmarshalText(text []byte) error {
+	v, err := strconv.ParseBool(string(text))
+	if err != nil {
+		return fmt.Errorf("%q is not a boolean", text)
+	}
+	*b = False
+	if v {
+		*b = True
+	}
+	return nil
+}
+
+// MarshalYAML writes true or false (unset is left out, by IsZero).
+func (b OptionalBool) MarshalYAML() (any, error) { return b == True, nil }
+
+// S3's limits on multipart uploads.
+const (
+	minPartSize = 5 * config.MiB
+	maxPartSize = 5 * config.GiB
+	maxParts    = 10_000
+	maxObject   = 5 * config.TiB
+)
+
+// Upper bounds of rolling: a typo must not leave output invisible for good
+// (an object becomes visible only once it rolls).
+const (
+	maxRollAge = 7 * 24 * time.Hour
+)
+
+var validJob = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`)
+
+// Validate reports every unusable value under its key.
+func (c *Config) Validate(p *spec.Problems) {
+	p.Required("bucket", c.Bucket)
+	if strings.HasPrefix(c.Prefix, "/") {
+		p.Add("prefix", "%q: a key prefix does not start with '/'", c.Prefix)
+	}
+	if c.Endpoint != "" {
+		if _, _, err := parseEndpoint(c.Endpoint); err != nil {
+			p.Add("endpoint", "%v", err)
+		}
+	}
+	p.Required("region", c.Region)
+	if (c.AccessKeyID == "") != c.SecretAccessKey.IsZero() {
+		p.Add("secret_access_key", "access_key_id and secret_access_key go together: set both, or neither to take AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY from the environment")
+	}
+	spec.OneOf(p, "format", "format", c.Format, recfmt.JSONL, recfmt.Raw)
+	low := minPartSize
+	if c.minPartSize > 0 {
+		low = c.minPartSize
+	}
+	if c.PartSize < low || c.PartSize > maxPartSize {
+		p.Add("part_size", "must be between %v and %v (S3's limits on a part), got %v", low, maxPartSize, c.PartSize)
+	}
+	spec.Positive(p, "roll_size", c.RollSize)
+	spec.AtMost(p, "roll_size", c.RollSize, maxObject)
+	if c.PartSize > 0 && c.RollSize/c.PartSize >= maxParts {
+		p.Add("roll_size", "%v is %d parts of part_size %v; S3 takes at most %d parts per object", c.RollSize, c.RollSize/c.PartSize, c.PartSize, maxParts)
+	}
+	spec.NotNegative(p, "roll_age", c.RollAge)
+	spec.AtMost(p, "roll_age", c.RollAge, maxRollAge)
+}
+
+// parseEndpoint splits an endpoint URL into host[:port] and TLS.
+func parseEndpoint(endpoint string) (host string, secure bool, err error) {
+	u, err := url.Parse(endpoint)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.User != nil {
+		return "", false, fmt.Errorf("%q: want http://host[:port] or https://host[:port]", endpoint)
+	}
+	return u.Host, u.Scheme == "https", nil
+}
+
+// credentials returns the access key, secret and session token: the
+// configured ones, else the environment's.
+func (c *Config) credentials() (id, secret, token string, err error) {
+	if c.AccessKeyID != "" {
+		return c.AccessKeyID, c.SecretAccessKey.Value(), "", nil
+	}
+	id, secret, token = os.Getenv("AWS_ACCESS_KEY_ID"), os.Getenv("AWS_SECRET_ACCESS_KEY"), os.Getenv("AWS_SESSION_TOKEN")
+	if id == "" || secret == "" {
+		return "", "", "", fmt.Errorf("%w: sink.access_key_id: no credentials: set sink.access_key_id and sink.secret_access_key, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in the environment", sink.ErrInvalidConfig)
+	}
+	return id, secret, token, nil
+}
+
+// fill completes a Config built in code (the config layer has already
+// filled and checked one from a file) and checks it, with the job name.
+func (c *Config) fill() error {
+	if err := spec.Fill(c, "", nil); err != nil {
+		return err
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Parallelism <= 0 {
+		c.Parallelism = 1
+	}
+	var p spec.Problems
+	c.Validate(p.At("sink"))
+	if !validJob.MatchString(c.Job) {
+		p.Add("name", "%q: a job name in object keys needs 1-100 of [A-Za-z0-9._-], starting with a letter or digit", c.Job)
+	}
+	if len(p.List()) > 0 {
+		return fmt.Errorf("%w: %s", sink.ErrInvalidConfig, &p)
+	}
+	return nil
+}

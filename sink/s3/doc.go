@@ -1,0 +1,118 @@
+// Package s3 is the S3 sink (sink.type: s3): exactly-once output as objects
+// in an S3-compatible bucket. An object spans many checkpoints (large
+// objects even with 1 s checkpoints) and becomes visible when it rolls
+// and the checkpoint that recorded the roll completes.
+//
+// # Keys
+//
+//	<prefix><job>/part-<job>-<F>-w<writer>-<seq>.<ext>     an object (visible once completed)
+//	<prefix>_connector/<job>/tails/<object name>/<n>       a delta: tail bytes pre-committed at n
+//
+// F (12 digits) is the first checkpoint whose records the object holds:
+// its writer's last barrier + 1 when it opened the object; seq counts the
+// objects the writer opened since that barrier; ext is the format (jsonl
+// or raw, as the file sink writes them). Names sort by time. A key is
+// fixed when its object opens and recorded in every checkpoint until the
+// object is complete, so a commit after a restart names the same key.
+// After a restart new names start after the restored checkpoint (every
+// writer's pre-commit records its barrier, even with nothing written) and
+// after every visible object of the job.
+//
+// Visibility rule: the objects under <prefix><job>/ are the output; each is
+// complete and immutable, and together they hold only records of completed
+// checkpoints, each exactly once. Keys under <prefix>_connector/ are the
+// sink's own; readers skip them. An object being written is an unfinished
+// multipart upload of its final key, which S3 does not list as an object.
+//
+// # Writing and what a checkpoint records
+//
+// A writer's open object is a multipart upload. Records accumulate in
+// memory; each time part_size bytes are buffered they are handed to the
+// writer's uploader goroutine as the next part (Write waits while one part
+// is queued already). An object rolls by roll_size, by roll_age (at a
+// Write or pre-commit), at every pre-commit with roll_on_checkpoint, and
+// at the pre-commit after EndInput (the job's final checkpoint): its
+// buffered bytes become its last part, which may be small.
+//
+// PreCommit(n) (asynchronous: sink.AsyncPreCommitter) queues barrier n
+// behind the parts handed over; when the uploader reaches it, those parts
+// are uploaded and the open object's bytes new since the last successful
+// pre-commit are uploaded as a delta object (once an object's tail is in
+// 16 deltas, the next holds the whole tail instead). The committable of n for the writer
+// records (see committable.go):
+//
+//   - open: the open object's key, upload id, token, open time (roll_age
+//     after a restart), size, parts (number, ETag, size) and the deltas
+//     (key, offset, length) holding the bytes after the last part;
+//   - complete: each object that rolled since the last pre-commit: key,
+//     upload id, token, size and all its parts.
+//
+// Committables of failed checkpoints are carried to the next pre-commit
+// (their open state, superseded, dropped). Commit completes the objects to
+// complete, each with CompleteMultipartUpload and If-None-Match: *, then
+// deletes their deltas. Recover completes the restored ones the same way,
+// resumes each writer's open object from its recorded parts and deltas
+// (parts uploaded after the checkpoint are overwritten by number; a
+// complete names its parts by ETag, so a stray part is never included), or
+// completes it if the job has fewer writers now, and aborts every upload
+// and deletes every delta of the job that the checkpoint does not need.
+//
+// # Decision record and fencing
+//
+// The decision record of checkpoint n is its metadata in the checkpoint
+// store (checkpoint/store), as for the file sink. Once it is durable, the
+// objects n recorded as rolled are committed: by the commit that follows
+// or, after a crash, by Recover, which completes them again. Completing is
+// idempotent: the key is looked at first, and an object there with the
+// token (x-amz-meta-connector-token, set at CreateMultipartUpload with the
+// job, writer and first checkpoint) and size recorded was committed
+// before; a missing upload and no object is sink.ErrCommitLost; another
+// object is sink.ErrCommitConflict. Before n is durable nothing of n is
+// visible: its uploads stay unfinished, and a restart from an earlier
+// checkpoint aborts the uploads begun after it and resumes the others from
+// their recorded state (the bytes after it are replayed by the source).
+//
+// Fencing: one process per job (the checkpoint store's lock), and every
+// completion carries If-None-Match: * on a deterministic key, so a second
+// completion of a key, by a late retry or a stale process, can never
+// replace or duplicate an object; a complete lists its parts by ETag, so a
+// part a stale process overwrote fails it (InvalidPart) instead of
+// slipping in.
+//
+// Recover never aborts an upload that a restored committable references.
+// CommittedAfter(id) lists the visible objects whose F is after id; an
+// object that spans id (F <= id, completed after id) is not listed, but
+// Recover finds it (an object recorded open is visible, bigger) and
+// refuses to restore id unless checkpoint.on_unrestorable is fall_back.
+//
+// # Bucket lifecycle
+//
+// Set a lifecycle rule on the bucket that aborts incomplete multipart
+// uploads after N days (AbortIncompleteMultipartUpload,
+// DaysAfterInitiation), for the uploads of a job that is never started
+// again. An upload lives from its object's open until the checkpoint after
+// its roll completes, and a restart resumes the uploads its checkpoint
+// recorded; so N must exceed roll_age plus the age of the oldest
+// checkpoint a restart may restore (the retained checkpoints, and however
+// long a job may stay stopped before it is started again). If the rule
+// aborts an upload a restored checkpoint records, Recover fails with
+// sink.ErrCommitLost: those records are neither in S3 nor replayed by the
+// source any more. With roll_age: 0 an object may stay open indefinitely
+// and no such rule is safe. Deltas are ordinary objects, not touched by
+// that rule; keep expiry rules off <prefix>_connector/.
+//
+// # Errors
+//
+// minio-go retries each request on transient errors (network, 5xx,
+// SlowDown; up to 10 attempts). A part upload that still fails is kept
+// and tried again at the next pre-commit; a failed pre-commit declines the
+// checkpoint (sink.ErrNotDurable) and loses nothing. An upload that is gone
+// (NoSuchUpload) fails the task (sink.ErrLost): its parts are gone, the job
+// restarts from its last checkpoint. Write fails with ErrNotDurable once
+// more than max(64 MiB, 4 part_size) wait for upload. Recover retries
+// while S3 does not answer. New checks the bucket: a missing bucket or
+// refused credentials is sink.ErrInvalidConfig, naming bucket and
+// endpoint. Credentials: access_key_id and secret_access_key (never
+// printed), else AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and
+// AWS_SESSION_TOKEN from the environment.
+package s3

@@ -1,0 +1,198 @@
+package s3
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+	"github.com/rs/zerolog"
+
+	"github.com/connector-dev/connector/checkpoint"
+	"github.com/connector-dev/connector/sink"
+)
+
+// Sink is the s3 sink: exactly-once objects in one bucket, each a
+// multipart upload that spans checkpoints and is completed when a
+// checkpoint after it rolled completes.
+//
+// Commit, Recover and CommittedAfter may be called from any goroutine, but
+// not concurrently with each other; each Writer belongs to one goroutine
+// (see Writer). Stats is safe from any goroutine.
+type Sink struct {
+	cfg    Config
+	c      client
+	bucket string
+	log    zerolog.Logger
+	names  names
+
+	mu          sync.Mutex
+	writers     map[int]bool     // instances with an open writer
+	resume      map[int]*resumed // open objects Recover handed to NewWriter
+	lastBarrier checkpoint.ID    // names of new objects start after it (Recover)
+
+	bytesWritten   atomic.Uint64
+	filesCommitted atomic.Uint64
+}
+
+var (
+	_ sink.Sink          = (*Sink)(nil)
+	_ sink.StatsReporter = (*Sink)(nil)
+	_ sink.Auditor       = (*Sink)(nil)
+)
+
+// New fills cfg's defaults, validates it, and checks that the bucket
+// exists and the credentials are accepted (a definite no is
+// sink.ErrInvalidConfig; a server that does not answer is only logged:
+// Recover waits for it).
+func New(cfg Config, log zerolog.Logger) (*Sink, error) {
+	if err := cfg.fill(); err != nil {
+		return nil, err
+	}
+	c := cfg.client
+	if c == nil {
+		var err error
+		if c, err = newClient(&cfg); err != nil {
+			return nil, err
+		}
+	}
+	endpoint := cfg.Endpoint
+	if endpoint == "" {
+		endpoint = "AWS S3 (" + cfg.Region + ")"
+	}
+	s := &Sink{
+		cfg:     cfg,
+		c:       c,
+		bucket:  cfg.Bucket,
+		log:     log.With().Str("sink", "s3").Str("job", cfg.Job).Str("bucket", cfg.Bucket).Str("endpoint", endpoint).Logger(),
+		names:   newNames(cfg.Prefix, cfg.Job, cfg.Format),
+		writers: make(map[int]bool),
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ok, err := c.BucketExists(ctx, cfg.Bucket)
+	switch {
+	case err == nil && !ok:
+		return nil, fmt.Errorf("%w: sink.bucket: bucket %q does not exist at %s: create it first", sink.ErrInvalidConfig, cfg.Bucket, endpoint)
+	case err != nil && (errStatus(err) == 401 || errStatus(err) == 403):
+		return nil, fmt.Errorf("%w: sink.access_key_id: %s refused access to bucket %q (%s): check the credentials and their permissions", sink.ErrInvalidConfig, endpoint, cfg.Bucket, errCode(err))
+	case err != nil && errCode(err) == codeNoSuchBucket:
+		return nil, fmt.Errorf("%w: sink.bucket: bucket %q does not exist at %s: create it first", sink.ErrInvalidConfig, cfg.Bucket, endpoint)
+	case err != nil && transient(err):
+		s.log.Warn().Err(err).Msg("S3 does not answer; Recover waits for it")
+	case err != nil:
+		return nil, fmt.Errorf("%w: bucket %q at %s: %w", sink.ErrInvalidConfig, cfg.Bucket, endpoint, err)
+	}
+	return s, nil
+}
+
+// NewWriter opens the writer of worker instance, resuming the object
+// Recover handed over for it, if any. At most one writer per instance may
+// be open at a time.
+func (s *Sink) NewWriter(instance int) (sink.Writer, error) {
+	if instance < 0 {
+		return nil, fmt.Errorf("s3 sink: writer instance %d is negative", instance)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.writers[instance] {
+		return nil, fmt.Errorf("s3 sink: writer %d is already open", instance)
+	}
+	s.writers[instance] = true
+	r := s.resume[instance]
+	delete(s.resume, instance)
+	return newWriter(s, instance, s.lastBarrier, r), nil
+}
+
+func (s *Sink) release(instance int) {
+	s.mu.Lock()
+	delete(s.writers, instance)
+	s.mu.Unlock()
+}
+
+// Stats returns the bytes the writers wrote into objects (visible or not
+// yet) and the objects Commit and Recover completed, since New.
+func (s *Sink) Stats() sink.Stats {
+	return sink.Stats{BytesWritten: s.bytesWritten.Load(), FilesCommitted: s.filesCommitted.Load()}
+}
+
+// Close releases nothing: open uploads stay for Recover (or a Commit still
+// to come), writers are closed on their own.
+func (s *Sink) Close() error { return nil }
+
+// CommittedAfter lists this job's visible objects whose first checkpoint
+// F (in the name) is after id: objects that hold only records of
+// checkpoints after id. An object that spans id (opened before barrier id,
+// completed by a later checkpoint) is not listed: neither its name nor its
+// metadata says when it completed. Recover finds those (an object id
+// recorded as open that is visible) and refuses to restore id, unless
+// checkpoint.on_unrestorable is fall_back.
+func (s *Sink) CommittedAfter(ctx context.Context, id checkpoint.ID) ([]string, error) {
+	var out []string
+	err := s.listObjects(ctx, s.names.dir, s.names.firstAfter(id), func(o minio.ObjectInfo) error {
+		if f, _, _, ok := s.names.parseObject(o.Key); ok && f > id {
+			out = append(out, o.Key)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("s3 sink: list %s: %w", s.names.dir, err)
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// listObjects calls fn for every key under prefix after startAfter.
+func (s *Sink) listObjects(ctx context.Context, prefix, startAfter string, fn func(minio.ObjectInfo) error) error {
+	token := ""
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		res, err := s.c.ListObjectsV2(s.bucket, prefix, startAfter, token, "", 1000)
+		if err != nil {
+			return err
+		}
+		for _, o := range res.Contents {
+			if err := fn(o); err != nil {
+				return err
+			}
+		}
+		if !res.IsTruncated || res.NextContinuationToken == "" {
+			return nil
+		}
+		token = res.NextContinuationToken
+	}
+}
+
+// newToken returns a random token for an object's metadata: it tells the
+// object a committable names from any other object of the same key.
+func newToken() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
+	return hex.EncodeToString(b[:])
+}
+
+// User metadata set at CreateMultipartUpload (x-amz-meta-*).
+const (
+	metaJob    = "Connector-Job"
+	metaWriter = "Connector-Writer"
+	metaFirst  = "Connector-First-Checkpoint"
+	metaToken  = "Connector-Token"
+)
+
+// meta returns the value of user metadata key k of an object (any case).
+func meta(o minio.ObjectInfo, k string) string {
+	for mk, v := range o.UserMetadata {
+		if strings.EqualFold(mk, k) {
+			return v
+		}
+	}
+	return o.Metadata.Get("X-Amz-Meta-" + k)
+}
