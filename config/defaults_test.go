@@ -30,7 +30,7 @@ func TestMinimalFileGetsDesignDefaults(t *testing.T) {
 		j.Pipeline.OnDecodeError.Policy != config.DecodeFail || j.HTTP.Addr != "127.0.0.1:8080" {
 		t.Errorf("state/pipeline/http: %+v %+v %+v", j.State, j.Pipeline, j.HTTP)
 	}
-	if f := fileSink(j); f.Path != "./out" || f.Format != "jsonl" || f.RollSize != 128*config.MiB || f.RollAge != 5*time.Minute {
+	if f := fileSink(j); f.Path != "./out" || f.Format != "jsonl" || f.RollSize != 128*config.MiB || f.RollAge != time.Minute {
 		t.Errorf("file sink: %+v", f)
 	}
 }

@@ -34,20 +34,39 @@ var crashPoints = []string{
 // the previous crash, so it may happen while recovering from that one (for
 // example mid-commit while re-committing what after-persist left). In the
 // end a run without crash point drains the topic and the visible output
-// holds every id exactly once.
+// holds every id exactly once: as jsonl, and as Parquet read by pyarrow.
 func TestExactlyOnceAtEveryCrashPoint(t *testing.T) {
-	const perPoint = 30 * time.Second
 	b := cluster(t)
-	// Parallelism 4: four writers, so a commit renames several files and
-	// mid-commit (between two renames) has a moment to hit.
-	j := newJob(t, b, jobSpec{Parallelism: 4, Partitions: 4, Interval: 200 * time.Millisecond})
-	// Runs until stopped: mid-commit needs records flowing. At 2,000 ids/s
-	// 10M ids last 80 minutes, longer than any run of this test may take.
-	prod := startProducer(t, b, j.topic, producerSpec{N: 10_000_000, Rate: 2_000})
+	for _, format := range []string{"jsonl", "parquet"} {
+		t.Run(format, func(t *testing.T) {
+			// Parallelism 4: four writers, so a commit renames several
+			// files and mid-commit (between two renames) has a moment to hit.
+			spec := jobSpec{Parallelism: 4, Partitions: 4, Interval: 200 * time.Millisecond}
+			if format == "parquet" {
+				spec.Config = map[string]map[string]any{"sink": parquetSink()}
+			}
+			j := newJob(t, b, spec)
+			if format == "parquet" {
+				j.out = newParquetReader(j.outDir)
+			}
+			everyCrashPoint(t, j, crashPoints, 2_000)
+		})
+	}
+}
+
+// everyCrashPoint is the crash point test on a job made already: with ids
+// produced at rate per second all along, each of points is met after a
+// clean stop and straight after the previous crash; then a run without
+// crash point drains the topic and the output holds every id once.
+func everyCrashPoint(t *testing.T, j *job, points []string, rate float64) {
+	const perPoint = 30 * time.Second
+	// Runs until stopped: mid-commit needs records flowing. 10M ids last
+	// longer than any run of this test may take.
+	prod := startProducer(t, j.brokers, j.topic, producerSpec{N: 10_000_000, Rate: rate})
 
 	var hit []string
 	for _, afterCleanStop := range []bool{true, false} {
-		for _, point := range crashPoints {
+		for _, point := range points {
 			if afterCleanStop {
 				p := j.start()
 				j.waitMetric(p, metricCheckpoints, func(v float64) bool { return v >= 1 }, 50*time.Millisecond, 30*time.Second)

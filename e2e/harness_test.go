@@ -216,6 +216,9 @@ func newJob(t *testing.T, b kafkatest.Brokers, spec jobSpec) *job {
 	t.Cleanup(j.cleanup)
 	j.validate()
 	sinkDesc := "file sink " + j.outDir
+	if spec.Sink != nil {
+		sinkDesc = fmt.Sprintf("%v sink", spec.Sink["type"])
+	}
 	if spec.KafkaSink != nil {
 		sinkDesc = "kafka sink to topic " + j.outTopic
 	}

@@ -186,14 +186,7 @@ func TestKafkaSinkClusterUnreachableAtStart(t *testing.T) {
 		Config: map[string]map[string]any{"sink": {"brokers": []string{g.addr}}}})
 	produceIDs(t, b, j.topic, 0, n, false)
 	p := j.start()
-	deadline := time.Now().Add(2 * time.Minute)
-	for len(j.logsOf(msgSinkUnreachable, p)) < 2 {
-		j.requireRunning(p, "waiting for the sink's retries")
-		if time.Now().After(deadline) {
-			j.fatalf(p, "%s: fewer than 2 %q lines within 2 minutes", p, msgSinkUnreachable)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	j.waitLogged(p, msgSinkUnreachable, 2, 2*time.Minute)
 	why := j.waitNotReady(p, time.Minute)
 	t.Logf("%s: %d retries logged %v after its start; /readyz: %s", p, len(j.logsOf(msgSinkUnreachable, p)),
 		time.Since(p.started).Round(time.Millisecond), why)

@@ -135,6 +135,20 @@ func (j *job) logsOf(message string, runs ...*proc) []json.RawMessage {
 	return logLines[json.RawMessage](j, message, runs...)
 }
 
+// waitLogged waits until p logged message at least n times; it fails the
+// test when p ends first or timeout passes.
+func (j *job) waitLogged(p *proc, message string, n int, timeout time.Duration) {
+	j.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for len(j.logsOf(message, p)) < n {
+		j.requireRunning(p, fmt.Sprintf("waiting for %d %q lines", n, message))
+		if time.Now().After(deadline) {
+			j.fatalf(p, "%s: fewer than %d %q lines within %v", p, n, message, timeout)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 // openTxnStarts returns, for every partition of topic that open
 // transactions hold, the first offsets of the earliest and of the latest
 // of them (kadm DescribeProducers): a read_committed consumer reads no

@@ -41,14 +41,20 @@ func TestExactlyOnceUnderRandomSIGKILL(t *testing.T) {
 // randomKills runs the kill test of spec; dups says which ids are produced
 // twice (DupEvery, CopyKey).
 func randomKills(t *testing.T, b kafkatest.Brokers, spec jobSpec, dups producerSpec) {
+	spec.Partitions = 6
+	killAndDrain(t, b, newJob(t, b, spec), dups)
+}
+
+// killAndDrain is the kill test on a job made already (its spec with 6
+// partitions), whose output j.out reads.
+func killAndDrain(t *testing.T, b kafkatest.Brokers, j *job, dups producerSpec) {
 	const (
 		n        = 200_000
 		rate     = 5_000 // ids/s: production spans about 40 s of kills
 		minKills = 20
 		maxKills = 40
 	)
-	spec.Partitions = 6
-	j := newJob(t, b, spec)
+	spec := j.spec
 	dups.N, dups.Rate = n, rate
 	prod := startProducer(t, b, j.topic, dups)
 	t0 := time.Now()

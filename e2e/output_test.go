@@ -43,6 +43,9 @@ func (o output) present(n int) int {
 type outputReader struct {
 	dir   string
 	cache map[string]parsedFile
+	// parse reads the files that are new or changed since the last read
+	// (jsonl: parseFiles; Parquet: parquetFiles, with pyarrow).
+	parse func(paths []string) (map[string]parsedFile, error)
 }
 
 type parsedFile struct {
@@ -53,7 +56,23 @@ type parsedFile struct {
 }
 
 func newOutputReader(dir string) *outputReader {
-	return &outputReader{dir: dir, cache: map[string]parsedFile{}}
+	return &outputReader{dir: dir, cache: map[string]parsedFile{}, parse: parseFiles}
+}
+
+// parseFiles reads jsonl files with parseFile; a file gone meanwhile is
+// left out.
+func parseFiles(paths []string) (map[string]parsedFile, error) {
+	out := make(map[string]parsedFile, len(paths))
+	for _, path := range paths {
+		pf, err := parseFile(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		} else if err != nil {
+			return nil, err
+		}
+		out[path] = pf
+	}
+	return out, nil
 }
 
 // readAll is read: a committed file is complete once visible.
@@ -63,7 +82,7 @@ func hidden(name string) bool { return strings.HasPrefix(name, ".") || strings.H
 
 func (r *outputReader) read() (output, error) {
 	out := output{counts: map[int64]int{}}
-	seen := map[string]bool{}
+	infos := map[string]fs.FileInfo{}
 	err := filepath.WalkDir(r.dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) && path != r.dir {
@@ -89,32 +108,41 @@ func (r *outputReader) read() (output, error) {
 		} else if err != nil {
 			return err
 		}
-		pf, ok := r.cache[path]
-		if !ok || pf.size != info.Size() || !pf.mtime.Equal(info.ModTime()) {
-			pf, err = parseFile(path)
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil
-			} else if err != nil {
-				return err
-			}
-			pf.size, pf.mtime = info.Size(), info.ModTime()
-			r.cache[path] = pf
+		infos[path] = info
+		return nil
+	})
+	if err != nil {
+		return out, err
+	}
+	var changed []string
+	for path, info := range infos {
+		if pf, ok := r.cache[path]; !ok || pf.size != info.Size() || !pf.mtime.Equal(info.ModTime()) {
+			changed = append(changed, path)
 		}
-		seen[path] = true
+	}
+	slices.Sort(changed)
+	parsed, err := r.parse(changed)
+	if err != nil {
+		return out, err
+	}
+	for path, pf := range parsed {
+		pf.size, pf.mtime = infos[path].Size(), infos[path].ModTime()
+		r.cache[path] = pf
+	}
+	for path := range r.cache {
+		if _, ok := infos[path]; !ok {
+			delete(r.cache, path)
+		}
+	}
+	for _, pf := range r.cache {
 		out.files++
 		out.lines += len(pf.ids)
 		for _, id := range pf.ids {
 			out.counts[id]++
 		}
 		out.bad = append(out.bad, pf.bad...)
-		return nil
-	})
-	for path := range r.cache {
-		if !seen[path] {
-			delete(r.cache, path)
-		}
 	}
-	return out, err
+	return out, nil
 }
 
 // parseFile reads one visible jsonl file: every line must be a JSON object

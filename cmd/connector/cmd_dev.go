@@ -21,6 +21,7 @@ import (
 	"github.com/connector-dev/connector/sink/file"
 	kafkasink "github.com/connector-dev/connector/sink/kafka"
 	pgsink "github.com/connector-dev/connector/sink/postgres"
+	s3sink "github.com/connector-dev/connector/sink/s3"
 	"github.com/connector-dev/connector/source/kafka"
 )
 
@@ -126,6 +127,8 @@ func outputName(job *config.Job) string {
 		return "topic " + c.Topic
 	case *pgsink.Config:
 		return "table " + c.Table
+	case *s3sink.Config:
+		return fmt.Sprintf("s3://%s/%s%s/", c.Bucket, c.Prefix, job.Name)
 	}
 	return ""
 }
@@ -135,6 +138,8 @@ func (s snapshot) committed(job *config.Job, dir string) string {
 	switch job.Sink.Config.(type) {
 	case *kafkasink.Config, *pgsink.Config:
 		return fmt.Sprintf("%d transactions committed to %s", s.count("connector_sink_transactions_committed_total"), outputName(job))
+	case *s3sink.Config:
+		return fmt.Sprintf("%d objects committed to %s", s.count("connector_sink_committed_files_total"), outputName(job))
 	}
 	return fmt.Sprintf("%d files committed in %s", committedFiles(dir), dir)
 }

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -11,6 +13,9 @@ import (
 	"time"
 
 	"github.com/connector-dev/connector/internal/pgtest"
+	"github.com/connector-dev/connector/internal/s3test"
+	"github.com/minio/minio-go/v7"
+	"github.com/parquet-go/parquet-go"
 )
 
 // syncBuffer is a bytes.Buffer safe for one writer and one reader.
@@ -53,14 +58,84 @@ func TestDevRunsTheKafkaToPostgresExample(t *testing.T) {
 	}
 }
 
-// runDevExample runs `connector dev` on an example until it committed two
-// transactions to where, stops it, and returns how many records it wrote
-// and its log.
-func runDevExample(t *testing.T, example, where string) (int, string) {
-	t.Helper()
-	path, err := filepath.Abs("../../examples/" + example)
+// TestDevRunsTheKafkaToS3Example: `connector dev` runs
+// examples/kafka-to-s3.yaml (with roll_age 2s, so that objects become
+// visible while it runs) against the test S3 server; after the stop, the
+// bucket holds Parquet objects whose rows are each record written exactly
+// once, and no unfinished upload.
+func TestDevRunsTheKafkaToS3Example(t *testing.T) {
+	c := s3test.Server(t)
+	bucket := s3test.Bucket(t, c)
+	example, err := os.ReadFile("../../examples/kafka-to-s3.yaml")
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !bytes.Contains(example, []byte("roll_age: 1m")) {
+		t.Fatal("examples/kafka-to-s3.yaml has no roll_age: 1m to shorten")
+	}
+	path := filepath.Join(t.TempDir(), "kafka-to-s3.yaml")
+	if err := os.WriteFile(path, bytes.Replace(example, []byte("roll_age: 1m"), []byte("roll_age: 2s"), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("S3_BUCKET", bucket)
+	t.Setenv("S3_ENDPOINT", c.Endpoint)
+	t.Setenv("AWS_ACCESS_KEY_ID", c.AccessKey)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", c.SecretKey)
+	out, log := runDevExample(t, path, "s3://"+bucket+"/lake/orders-to-s3/")
+
+	ctx := context.Background()
+	cl := s3test.Client(t, c)
+	ids := map[int64]int{}
+	rows := 0
+	for obj := range cl.ListObjects(ctx, bucket, minio.ListObjectsOptions{Prefix: "lake/orders-to-s3/", Recursive: true}) {
+		if obj.Err != nil {
+			t.Fatal(obj.Err)
+		}
+		r, err := cl.GetObject(ctx, bucket, obj.Key, minio.GetObjectOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := io.ReadAll(r)
+		_ = r.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := parquet.OpenFile(bytes.NewReader(data), int64(len(data)))
+		if err != nil {
+			t.Fatalf("%s is not a Parquet file: %v", obj.Key, err)
+		}
+		pr := parquet.NewReader(f)
+		row := make([]parquet.Row, 1)
+		for {
+			n, err := pr.ReadRows(row)
+			if n == 1 {
+				ids[row[0][0].Int64()]++
+				rows++
+			}
+			if err != nil {
+				break
+			}
+		}
+	}
+	if rows != out || len(ids) != rows {
+		t.Errorf("the objects hold %d rows (%d distinct ids); the job wrote %d records; its log:\n%s", rows, len(ids), out, log)
+	}
+	for u := range cl.ListIncompleteUploads(ctx, bucket, "lake/", true) {
+		t.Errorf("unfinished upload after the stop: %s (%v)", u.Key, u.Err)
+	}
+}
+
+// runDevExample runs `connector dev` on an example (a name in examples/,
+// or a path) until it committed two transactions (or objects) to where,
+// stops it, and returns how many records it wrote and its log.
+func runDevExample(t *testing.T, example, where string) (int, string) {
+	t.Helper()
+	path := example
+	if !filepath.IsAbs(example) {
+		var err error
+		if path, err = filepath.Abs("../../examples/" + example); err != nil {
+			t.Fatal(err)
+		}
 	}
 	dir := t.TempDir()
 	t.Chdir(dir) // the example's data dirs are relative
@@ -72,7 +147,7 @@ func runDevExample(t *testing.T, example, where string) (int, string) {
 	go func() {
 		done <- run(ctx, []string{"dev", "--config", path, "--data", filepath.Join(dir, "kafka"), "--rate", "5000"}, &out, &errOut)
 	}()
-	progress := regexp.MustCompile(`(\d+) transactions committed to ` + where + `\n`)
+	progress := regexp.MustCompile(`(\d+) (?:transactions|objects) committed to ` + regexp.QuoteMeta(where) + `\n`)
 	deadline := time.Now().Add(time.Minute)
 	for {
 		if m := progress.FindAllStringSubmatch(out.String(), -1); len(m) > 0 {
@@ -96,7 +171,7 @@ func runDevExample(t *testing.T, example, where string) (int, string) {
 	if !regexp.MustCompile(`\nstatus at http://127\.0\.0\.1:[1-9]\d*/ `).MatchString(out.String()) {
 		t.Errorf("dev did not print where its status is served:\n%s", out.String())
 	}
-	final := regexp.MustCompile(`stopped after a final checkpoint: (\d+) records in, (\d+) out, \d+ checkpoints, (\d+) transactions committed to ` + where + `\n$`)
+	final := regexp.MustCompile(`stopped after a final checkpoint: (\d+) records in, (\d+) out, \d+ checkpoints, (\d+) (?:transactions|objects) committed to ` + regexp.QuoteMeta(where) + `\n$`)
 	m := final.FindStringSubmatch(out.String())
 	if m == nil {
 		t.Fatalf("no final summary:\n%s", out.String())

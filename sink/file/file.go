@@ -71,7 +71,7 @@ type Config struct {
 	RollSize config.ByteSize `yaml:"roll_size" default:"128MiB" doc:"start a new part file at this size..."`
 	// RollAge closes a part once it is this old, at the next Write or
 	// pre-commit; zero disables rolling by age.
-	RollAge time.Duration `yaml:"roll_age" default:"5m" doc:"...or this age, whichever comes first"`
+	RollAge time.Duration `yaml:"roll_age" default:"1m" doc:"...or this age (checked at every write and checkpoint), whichever comes first"`
 	// RollOnCheckpoint rolls the open part at every pre-commit, so that
 	// every completed checkpoint makes everything written before it
 	// visible, at the price of a file per checkpoint per worker.

@@ -76,7 +76,8 @@ func (w *fileWriter) Write(_ context.Context, r *record.Record) error {
 	if now.IsZero() {
 		now = w.s.cfg.Now()
 	}
-	if w.cur != nil && w.old(w.cur, now) {
+	// Old, or full since a pre-commit flushed its format's buffered rows.
+	if w.cur != nil && (w.old(w.cur, now) || w.cur.size() >= int64(w.s.cfg.RollSize)) {
 		if err := w.roll(); err != nil {
 			return err
 		}
@@ -93,7 +94,11 @@ func (w *fileWriter) Write(_ context.Context, r *record.Record) error {
 	if w.cur.buf, err = w.cur.ff.Append(w.cur.buf, r.Value); err != nil {
 		return fmt.Errorf("file sink: %s/%d@%d: %w", r.Topic, r.Partition, r.Offset, err)
 	}
-	if w.cur.size()+int64(w.cur.ff.Buffered()) >= int64(w.s.cfg.RollSize) {
+	// The bytes in the file count, not the rows a format buffers (their
+	// encoded size is unknown until flushed, and compressed): a Parquet
+	// file rolls once its row groups reach roll_size, so files are at
+	// least roll_size.
+	if w.cur.size() >= int64(w.s.cfg.RollSize) {
 		if err := w.roll(); err != nil {
 			return err
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/connector-dev/connector/checkpoint"
 	"github.com/connector-dev/connector/sink"
+	"github.com/connector-dev/connector/sink/internal/filefmt"
 )
 
 // committable is the Data of an s3 sink Committable: what one writer's
@@ -14,7 +15,7 @@ import (
 //
 //	{"complete": [{"key", "upload", "token", "size", "parts": [{"n", "etag", "size"}]}],
 //	 "open": {"key", "upload", "token", "opened", "size", "parts": [...],
-//	          "tail": [{"key", "off", "len"}]}}
+//	          "tail": [{"key", "off", "len"}], "format": {"parquet", "schema"}}}
 //
 // A writer with nothing open and nothing rolled still returns one, empty
 // ({}), so that the checkpoint tells Recover the last barrier (names after a
@@ -39,14 +40,17 @@ type completeRec struct {
 
 // openRec is an open object: its uploaded parts (1..k, each of part_size
 // or more) and the deltas that hold the bytes after them, up to Size.
+// Format is what continuing or closing its format takes (parquet: the row
+// groups in those Size bytes, and the schema); nil for lines.
 type openRec struct {
-	Key    string     `json:"key"`
-	Upload string     `json:"upload"`
-	Token  string     `json:"token"`
-	Opened time.Time  `json:"opened"` // for roll_age after a restart
-	Size   int64      `json:"size"`
-	Parts  []partRec  `json:"parts,omitempty"`
-	Tail   []deltaRec `json:"tail,omitempty"`
+	Key    string         `json:"key"`
+	Upload string         `json:"upload"`
+	Token  string         `json:"token"`
+	Opened time.Time      `json:"opened"` // for roll_age after a restart
+	Size   int64          `json:"size"`
+	Parts  []partRec      `json:"parts,omitempty"`
+	Tail   []deltaRec     `json:"tail,omitempty"`
+	Format *filefmt.State `json:"format,omitempty"`
 }
 
 // partRec is one uploaded part.
@@ -129,6 +133,9 @@ func (n names) decode(c sink.Committable) (committable, error) {
 		}
 		if last != o.Size {
 			return bad("open object %s: parts and deltas hold %d bytes, not its size %d", o.Key, last, o.Size)
+		}
+		if f := o.Format; f != nil && f.Parquet != nil && f.Parquet.Size != o.Size {
+			return bad("open object %s: its parquet state is of %d bytes, not its size %d", o.Key, f.Parquet.Size, o.Size)
 		}
 	}
 	return d, nil

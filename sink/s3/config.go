@@ -13,7 +13,7 @@ import (
 	"github.com/connector-dev/connector/config"
 	"github.com/connector-dev/connector/internal/spec"
 	"github.com/connector-dev/connector/sink"
-	"github.com/connector-dev/connector/sink/internal/recfmt"
+	"github.com/connector-dev/connector/sink/internal/filefmt"
 )
 
 func init() {
@@ -52,8 +52,14 @@ type Config struct {
 	// AWS_SESSION_TOKEN.
 	AccessKeyID     string        `yaml:"access_key_id,omitempty" doc:"access key id; empty: AWS_ACCESS_KEY_ID from the environment"`
 	SecretAccessKey config.Secret `yaml:"secret_access_key,omitempty" doc:"secret access key; empty: AWS_SECRET_ACCESS_KEY from the environment; never printed"`
-	// Format is jsonl (one value per line) or raw (the values' bytes).
-	Format string `yaml:"format" default:"jsonl" doc:"jsonl (one record value per line) | raw"`
+	// Format is jsonl (one value per line), raw (the values' bytes) or
+	// parquet (the columns Parquet names, from JSON values), as the file
+	// sink writes them.
+	Format string `yaml:"format" default:"jsonl" doc:"jsonl (one record value per line) | raw | parquet"`
+	// Parquet is the schema of format: parquet (columns from JSON fields),
+	// its compression and row group size. A writer holds up to
+	// row_group_size of rows in memory besides its parts.
+	Parquet filefmt.ParquetConfig `yaml:"parquet" doc:"format: parquet: columns (name, type, nullable, field), compression, row_group_size"`
 	// PartSize: an object is uploaded in parts of this size (the last may
 	// be smaller); each writer holds up to about three in memory.
 	PartSize config.ByteSize `yaml:"part_size" default:"16MiB" doc:"multipart part size, 5MiB to 5GiB; memory: about 3 per writer"`
@@ -62,7 +68,7 @@ type Config struct {
 	RollSize config.ByteSize `yaml:"roll_size" default:"128MiB" doc:"start a new object at this size..."`
 	// RollAge completes an object once it is this old (at the next Write or
 	// pre-commit); zero disables rolling by age.
-	RollAge time.Duration `yaml:"roll_age" default:"5m" doc:"...or this age, whichever comes first (0: never by age)"`
+	RollAge time.Duration `yaml:"roll_age" default:"1m" doc:"...or this age, whichever comes first (0: never by age)"`
 	// RollOnCheckpoint rolls the open object at every pre-commit: output
 	// visible at every checkpoint, one object per checkpoint and writer.
 	RollOnCheckpoint bool `yaml:"roll_on_checkpoint" doc:"roll the open object at every checkpoint (small objects, visible sooner)"`
@@ -154,7 +160,8 @@ func (c *Config) Validate(p *spec.Problems) {
 	if (c.AccessKeyID == "") != c.SecretAccessKey.IsZero() {
 		p.Add("secret_access_key", "access_key_id and secret_access_key go together: set both, or neither to take AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY from the environment")
 	}
-	spec.OneOf(p, "format", "format", c.Format, recfmt.JSONL, recfmt.Raw)
+	spec.OneOf(p, "format", "format", c.Format, filefmt.Formats...)
+	c.Parquet.Validate(p, c.Format)
 	low := minPartSize
 	if c.minPartSize > 0 {
 		low = c.minPartSize

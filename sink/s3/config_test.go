@@ -31,7 +31,7 @@ func TestConfigLoadsWithDefaults(t *testing.T) {
 	}
 	c := j.Sink.Config.(*Config)
 	if c.Bucket != "out" || c.Region != "us-east-1" || c.Format != "jsonl" || c.PartSize != 16*config.MiB || c.RollSize != 128*config.MiB ||
-		c.RollAge != 5*time.Minute || c.RollOnCheckpoint || c.PathStyle != Unset || !c.PathStyle.Or(c.Endpoint != "") {
+		c.RollAge != time.Minute || c.RollOnCheckpoint || c.PathStyle != Unset || !c.PathStyle.Or(c.Endpoint != "") {
 		t.Errorf("config %+v", c)
 	}
 	dump, err := j.Dump()

@@ -10,8 +10,8 @@
 //
 // F (12 digits) is the first checkpoint whose records the object holds:
 // its writer's last barrier + 1 when it opened the object; seq counts the
-// objects the writer opened since that barrier; ext is the format (jsonl
-// or raw, as the file sink writes them). Names sort by time. A key is
+// objects the writer opened since that barrier; ext is the format (jsonl,
+// raw or parquet: see Formats). Names sort by time. A key is
 // fixed when its object opens and recorded in every checkpoint until the
 // object is complete, so a commit after a restart names the same key.
 // After a restart new names start after the restored checkpoint (every
@@ -42,8 +42,10 @@
 // records (see committable.go):
 //
 //   - open: the open object's key, upload id, token, open time (roll_age
-//     after a restart), size, parts (number, ETag, size) and the deltas
-//     (key, offset, length) holding the bytes after the last part;
+//     after a restart), size, parts (number, ETag, size), the deltas
+//     (key, offset, length) holding the bytes after the last part, and its
+//     format's state (parquet: the row groups in those bytes, and the
+//     schema);
 //   - complete: each object that rolled since the last pre-commit: key,
 //     upload id, token, size and all its parts.
 //
@@ -54,8 +56,30 @@
 // resumes each writer's open object from its recorded parts and deltas
 // (parts uploaded after the checkpoint are overwritten by number; a
 // complete names its parts by ETag, so a stray part is never included), or
-// completes it if the job has fewer writers now, and aborts every upload
-// and deletes every delta of the job that the checkpoint does not need.
+// completes it if the job has fewer writers now or its format cannot go
+// on (see Formats), and aborts every upload and deletes every delta of the
+// job that the checkpoint does not need.
+//
+// # Formats
+//
+// format: jsonl (one record value per line) and raw (the values' bytes)
+// write each record's bytes at once. format: parquet writes a Parquet file
+// of the columns sink.parquet names (name, type, nullable, field: a dotted
+// path into the JSON value; compression; row_group_size), as the file sink
+// does (package sink/internal/filefmt): rows are buffered in memory and
+// encoded as a row group once row_group_size of them (uncompressed) are
+// buffered and at every pre-commit, so each checkpoint's size holds every
+// row before its barrier, and the object's bytes grow a row group at a
+// time; a part holds part_size bytes or more, less than twice part_size.
+// roll_size counts the object's bytes and the rows buffered. The footer is
+// written when the object rolls. A record that does not fit the columns is
+// refused with sink.ErrBadRecord (pipeline.on_decode_error decides) and
+// changes nothing. The committable records the row groups so far; after a
+// restart the writer goes on from them. An open object no writer goes on
+// with (its writer is gone, or the format or the parquet columns or
+// compression changed since it was begun: filefmt.ErrSchemaChanged) is
+// completed by Recover with the footer built from the recorded row groups
+// appended after its tail, uploaded with it as its last part.
 //
 // # Decision record and fencing
 //
@@ -109,7 +133,8 @@
 // checkpoint (sink.ErrNotDurable) and loses nothing. An upload that is gone
 // (NoSuchUpload) fails the task (sink.ErrLost): its parts are gone, the job
 // restarts from its last checkpoint. Write fails with ErrNotDurable once
-// more than max(64 MiB, 4 part_size) wait for upload. Recover retries
+// more than max(64 MiB, 4 part_size) wait for upload (the memory of a
+// writer: that, its buffer, and with parquet up to row_group_size of rows). Recover retries
 // while S3 does not answer. New checks the bucket: a missing bucket or
 // refused credentials is sink.ErrInvalidConfig, naming bucket and
 // endpoint. Credentials: access_key_id and secret_access_key (never

@@ -27,7 +27,7 @@ type names struct {
 func newNames(prefix, job, ext string) names {
 	dir := prefix + job + "/"
 	tails := prefix + "_connector/" + job + "/tails/"
-	base := `part-` + regexp.QuoteMeta(job) + `-(\d{12,})-w(\d+)-(\d+)\.(?:jsonl|raw)`
+	base := `part-` + regexp.QuoteMeta(job) + `-(\d{12,})-w(\d+)-(\d+)\.(?:jsonl|raw|parquet)`
 	return names{
 		job: job, ext: ext, dir: dir, tails: tails,
 		object: regexp.MustCompile(`^` + regexp.QuoteMeta(dir) + base + `$`),

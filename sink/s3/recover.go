@@ -3,6 +3,7 @@ package s3
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -12,12 +13,15 @@ import (
 
 	"github.com/connector-dev/connector/checkpoint"
 	"github.com/connector-dev/connector/sink"
+	"github.com/connector-dev/connector/sink/internal/filefmt"
 )
 
-// resumed is an open object Recover hands to NewWriter: its upload and the
-// bytes after its parts (rebuilt from its deltas).
+// resumed is an open object Recover hands to NewWriter: its upload, the
+// bytes after its parts (rebuilt from its deltas) and its format, resumed
+// from its recorded state.
 type resumed struct {
 	up   *upload
+	ff   filefmt.File
 	size int64
 	tail []byte
 }
@@ -28,8 +32,11 @@ type resumed struct {
 //  1. completes the objects the committables name as rolled (as Commit);
 //  2. takes each writer's newest open object: a writer the job still has
 //     (index < pipeline.parallelism) resumes it in NewWriter, its tail read
-//     back from its deltas; a writer it no longer has completes it now,
-//     its tail uploaded as the last part;
+//     back from its deltas and its format (a Parquet file's row groups)
+//     from its recorded state; for a writer it no longer has, or when the
+//     format or the parquet schema changed since the object was begun, it
+//     completes it now, its tail and its format's last bytes (a Parquet
+//     footer, from the recorded state) uploaded as the last part;
 //  3. aborts every multipart upload of the job that no restored
 //     committable references (begun after the checkpoint: the source
 //     replays its records), and deletes every delta that no resumed object
@@ -81,22 +88,31 @@ func (s *Sink) recover(ctx context.Context, restored []sink.Committable) error {
 	completed := 0
 	for _, w := range slices.Sorted(maps.Keys(newest)) {
 		o := newest[w]
+		why := fmt.Sprintf("the job has %d writers now", s.cfg.Parallelism)
 		if w < s.cfg.Parallelism {
-			r, err := s.resumeOpen(ctx, w, o.at, o.rec)
-			if err != nil {
-				return fmt.Errorf("s3 sink recover: writer %d: %w", w, err)
-			}
-			if r != nil {
-				resume[w] = r
-				for _, d := range o.rec.Tail {
-					keep[d.Key] = true
+			ff, err := filefmt.Resume(s.cfg.Format, s.cfg.Parquet, o.rec.Format)
+			if err == nil {
+				r, err := s.resumeOpen(ctx, w, o.at, o.rec, ff)
+				if err != nil {
+					return fmt.Errorf("s3 sink recover: writer %d: %w", w, err)
 				}
+				if r != nil {
+					resume[w] = r
+					for _, d := range o.rec.Tail {
+						keep[d.Key] = true
+					}
+				}
+				continue
 			}
-			continue
+			if !errors.Is(err, filefmt.ErrSchemaChanged) {
+				return fmt.Errorf("s3 sink recover: writer %d: open object %s: %w", w, o.rec.Key, err)
+			}
+			why = err.Error()
+			s.log.Warn().Str("key", o.rec.Key).Err(err).Msg("the format or parquet schema changed since the open object was begun: it is completed as it is")
 		}
 		did, err := s.completeOpen(ctx, w, o.at, o.rec)
 		if err != nil {
-			return fmt.Errorf("s3 sink recover: writer %d (the job has %d now): %w", w, s.cfg.Parallelism, err)
+			return fmt.Errorf("s3 sink recover: writer %d (%s): %w", w, why, err)
 		}
 		if did {
 			completed++
@@ -128,9 +144,9 @@ func (s *Sink) recover(ctx context.Context, restored []sink.Committable) error {
 }
 
 // resumeOpen checks that o's upload is still there and reads its tail
-// back. It returns nil (nothing to resume) when the object is visible
-// already with its recorded bytes.
-func (s *Sink) resumeOpen(ctx context.Context, w int, at checkpoint.ID, o *openRec) (*resumed, error) {
+// back; ff is its format, resumed. It returns nil (nothing to resume) when
+// the object is visible already with its recorded bytes.
+func (s *Sink) resumeOpen(ctx context.Context, w int, at checkpoint.ID, o *openRec, ff filefmt.File) (*resumed, error) {
 	if _, err := s.c.ListObjectParts(ctx, s.bucket, o.Key, o.Upload, 0, 1); err != nil {
 		if errCode(err) != codeNoSuchUpload {
 			return nil, fmt.Errorf("list parts of %s: %w", o.Key, err)
@@ -146,12 +162,16 @@ func (s *Sink) resumeOpen(ctx context.Context, w int, at checkpoint.ID, o *openR
 		key: o.Key, base: s.names.base(o.Key), first: first, writer: w, opened: o.Opened, token: o.Token,
 		id: o.Upload, parts: slices.Clone(o.Parts), tail: slices.Clone(o.Tail), durable: o.Size,
 	}
-	return &resumed{up: up, size: o.Size, tail: tail}, nil
+	return &resumed{up: up, ff: ff, size: o.Size, tail: tail}, nil
 }
 
 // openGone decides about an open object of checkpoint at whose upload is
 // gone: visible (see openVisible), or lost.
 func (s *Sink) openGone(ctx context.Context, at checkpoint.ID, o *openRec) error {
+	footer, err := filefmt.Finish(o.Format)
+	if err != nil {
+		return fmt.Errorf("%w: open object %s: %w", sink.ErrBadCommittable, o.Key, err)
+	}
 	st, err := s.c.StatObject(ctx, s.bucket, o.Key, minio.StatObjectOptions{})
 	switch {
 	case notFound(err):
@@ -160,19 +180,20 @@ func (s *Sink) openGone(ctx context.Context, at checkpoint.ID, o *openRec) error
 	case err != nil:
 		return fmt.Errorf("head %s: %w", o.Key, err)
 	}
-	return s.openVisible(at, o, st)
+	return s.openVisible(at, o, st, o.Size+int64(len(footer)))
 }
 
 // openVisible decides about an open object of checkpoint at found
-// visible: nil if it holds exactly its recorded bytes (completed at an
-// earlier start, for a writer the job had no more), or more under
-// checkpoint.on_unrestorable: fall_back (a later checkpoint completed it:
-// its records after at are written again); else an error.
-func (s *Sink) openVisible(at checkpoint.ID, o *openRec, st minio.ObjectInfo) error {
+// visible: nil if it holds exactly its recorded bytes and then its
+// format's last ones, closed bytes in all (completed at an earlier start,
+// for a writer the job had no more or a format that changed), or more
+// under checkpoint.on_unrestorable: fall_back (a later checkpoint
+// completed it: its records after at are written again); else an error.
+func (s *Sink) openVisible(at checkpoint.ID, o *openRec, st minio.ObjectInfo, closed int64) error {
 	switch {
 	case meta(st, metaToken) != o.Token || st.Size < o.Size:
-		return s.sameObject(st, o.Key, o.Token, o.Size)
-	case st.Size == o.Size:
+		return s.sameObject(st, o.Key, o.Token, closed)
+	case st.Size == closed:
 		s.log.Info().Str("key", o.Key).Msg("an object open at the restored checkpoint is visible already, with its recorded bytes")
 		return nil
 	case s.cfg.FallBack:
@@ -185,14 +206,21 @@ func (s *Sink) openVisible(at checkpoint.ID, o *openRec, st minio.ObjectInfo) er
 	}
 }
 
-// completeOpen completes the open object of a writer the job no longer
-// has: its tail (read back from its deltas) becomes its last part.
+// completeOpen completes an open object no writer goes on with (its
+// writer is gone, its format changed): its tail (read back from its
+// deltas) and its format's last bytes (a Parquet footer, from its
+// recorded state) become its last part.
 func (s *Sink) completeOpen(ctx context.Context, w int, at checkpoint.ID, o *openRec) (did bool, err error) {
+	footer, err := filefmt.Finish(o.Format)
+	if err != nil {
+		return false, fmt.Errorf("%w: close %s: %w", sink.ErrBadCommittable, o.Key, err)
+	}
+	size := o.Size + int64(len(footer))
 	st, err := s.c.StatObject(ctx, s.bucket, o.Key, minio.StatObjectOptions{})
 	switch {
 	case err == nil:
 		// Completed at an earlier start (or later, see openVisible).
-		if err := s.openVisible(at, o, st); err != nil {
+		if err := s.openVisible(at, o, st, size); err != nil {
 			return false, err
 		}
 		return false, s.deleteDeltas(ctx, s.names.base(o.Key))
@@ -200,11 +228,14 @@ func (s *Sink) completeOpen(ctx context.Context, w int, at checkpoint.ID, o *ope
 		return false, fmt.Errorf("head %s: %w", o.Key, err)
 	}
 	parts := slices.Clone(o.Parts)
-	if end := partsSize(parts); end < o.Size {
-		tail, err := s.readTail(ctx, o)
-		if err != nil {
-			return false, err
+	if end := partsSize(parts); end < o.Size || len(footer) > 0 {
+		var tail []byte
+		if end < o.Size {
+			if tail, err = s.readTail(ctx, o); err != nil {
+				return false, err
+			}
 		}
+		tail = append(tail, footer...)
 		n := len(parts) + 1
 		p, err := s.c.PutObjectPart(ctx, s.bucket, o.Key, o.Upload, n, bytes.NewReader(tail), int64(len(tail)), minio.PutObjectPartOptions{})
 		if err != nil {
@@ -221,14 +252,14 @@ func (s *Sink) completeOpen(ctx context.Context, w int, at checkpoint.ID, o *ope
 		}
 		return false, nil
 	}
-	did, err = s.complete(ctx, completeRec{Key: o.Key, Upload: o.Upload, Token: o.Token, Size: o.Size, Parts: parts})
+	did, err = s.complete(ctx, completeRec{Key: o.Key, Upload: o.Upload, Token: o.Token, Size: size, Parts: parts})
 	if err != nil {
 		return false, err
 	}
 	if did {
 		s.filesCommitted.Add(1)
 	}
-	s.log.Info().Str("key", o.Key).Int64("size", o.Size).Int("writer", w).Msg("completed the open object of a writer the job no longer has")
+	s.log.Info().Str("key", o.Key).Int64("size", size).Int("writer", w).Msg("completed an open object no writer goes on with")
 	return did, s.deleteDeltas(ctx, s.names.base(o.Key))
 }
 

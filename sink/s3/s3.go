@@ -133,13 +133,21 @@ func (s *Sink) Close() error { return nil }
 // metadata says when it completed. Recover finds those (an object id
 // recorded as open that is visible) and refuses to restore id, unless
 // checkpoint.on_unrestorable is fall_back.
+//
+// The runtime asks it at every start, before Recover: it retries as
+// Recover does while S3 does not answer, so an unreachable S3 keeps the
+// job waiting (not ready), not failing.
 func (s *Sink) CommittedAfter(ctx context.Context, id checkpoint.ID) ([]string, error) {
 	var out []string
-	err := s.listObjects(ctx, s.names.dir, s.names.firstAfter(id), func(o minio.ObjectInfo) error {
-		if f, _, _, ok := s.names.parseObject(o.Key); ok && f > id {
-			out = append(out, o.Key)
-		}
-		return nil
+	retry := sink.Retry{Log: s.log, Name: "s3 sink", System: "S3", Unreachable: errUnreachable}
+	err := retry.Do(ctx, "at start", func() error {
+		out = out[:0]
+		return unreachable(s.listObjects(ctx, s.names.dir, s.names.firstAfter(id), func(o minio.ObjectInfo) error {
+			if f, _, _, ok := s.names.parseObject(o.Key); ok && f > id {
+				out = append(out, o.Key)
+			}
+			return nil
+		}))
 	})
 	if err != nil {
 		return nil, fmt.Errorf("s3 sink: list %s: %w", s.names.dir, err)

@@ -16,6 +16,7 @@ import (
 	"github.com/connector-dev/connector/checkpoint"
 	"github.com/connector-dev/connector/internal/crashpoint"
 	"github.com/connector-dev/connector/sink"
+	"github.com/connector-dev/connector/sink/internal/filefmt"
 	"github.com/connector-dev/connector/sink/internal/recfmt"
 )
 
@@ -64,14 +65,15 @@ type partJob struct {
 
 // barrierJob asks for the committable of barrier id: the open object
 // (nil: none) has size bytes, of which tail, from offset off, are not in
-// a part handed over before it.
+// a part handed over before it; format is its format's state at size.
 type barrierJob struct {
-	id    checkpoint.ID
-	open  *upload
-	tail  []byte
-	off   int64
-	size  int64
-	reply chan barrierResult
+	id     checkpoint.ID
+	open   *upload
+	tail   []byte
+	off    int64
+	size   int64
+	format *filefmt.State
+	reply  chan barrierResult
 }
 
 type barrierResult struct {
@@ -180,8 +182,11 @@ func (u *uploader) create(up *upload) error {
 		return nil
 	}
 	ct := "application/octet-stream"
-	if u.s.cfg.Format == recfmt.JSONL {
+	switch u.s.cfg.Format {
+	case recfmt.JSONL:
 		ct = "application/x-ndjson"
+	case filefmt.Parquet:
+		ct = "application/vnd.apache.parquet"
 	}
 	id, err := u.s.c.NewMultipartUpload(u.ctx, u.s.bucket, up.key, minio.PutObjectOptions{
 		ContentType: ct,
@@ -264,7 +269,7 @@ func (u *uploader) recordOpen(b *barrierJob) (*openRec, error) {
 	}
 	return &openRec{
 		Key: up.key, Upload: up.id, Token: up.token, Opened: up.opened, Size: b.size,
-		Parts: slices.Clone(up.parts), Tail: slices.Clone(up.tail),
+		Parts: slices.Clone(up.parts), Tail: slices.Clone(up.tail), Format: b.format,
 	}, nil
 }
 

@@ -1,7 +1,6 @@
 package s3
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"slices"
@@ -13,13 +12,16 @@ import (
 	"github.com/connector-dev/connector/checkpoint"
 	"github.com/connector-dev/connector/record"
 	"github.com/connector-dev/connector/sink"
-	"github.com/connector-dev/connector/sink/internal/recfmt"
+	"github.com/connector-dev/connector/sink/internal/filefmt"
 )
 
 // object is the writer's open object: size bytes so far, of which the
-// first cut went into parts 1..next-1 and the rest are in buf.
+// first cut went into parts 1..next-1 and the rest are in buf. ff is its
+// format: it turns records into the bytes appended to buf (a Parquet file
+// buffers rows and appends a row group at a time).
 type object struct {
 	up   *upload
+	ff   filefmt.File
 	size int64
 	cut  int64
 	next int
@@ -34,8 +36,6 @@ type writer struct {
 	instance    int
 	log         zerolog.Logger
 	up          *uploader
-	scratch     bytes.Buffer
-	jsonl       bool
 	lastBarrier checkpoint.ID // names of new objects start after it
 	seq         int           // objects opened since lastBarrier
 	cur         *object       // nil until the next Write
@@ -62,57 +62,66 @@ func newWriter(s *Sink, instance int, lastBarrier checkpoint.ID, r *resumed) *wr
 		instance:    instance,
 		log:         log,
 		up:          newUploader(s, instance, log),
-		jsonl:       recfmt.Separator(s.cfg.Format),
 		lastBarrier: lastBarrier,
 		maxBacklog:  max(64<<20, 4*int64(s.cfg.PartSize)),
 	}
 	if r != nil {
-		w.cur = &object{up: r.up, size: r.size, cut: partsSize(r.up.parts), next: len(r.up.parts) + 1, buf: r.tail}
+		w.cur = &object{up: r.up, ff: r.ff, size: r.size, cut: partsSize(r.up.parts), next: len(r.up.parts) + 1, buf: r.tail}
 		w.log.Info().Str("key", r.up.key).Int64("size", r.size).Int("parts", len(r.up.parts)).Msg("resuming the open object")
 	}
 	return w
 }
 
 // Write appends r's value to the open object, opening one if needed, and
-// hands each full part to the uploader (waiting while one part is queued
-// already). The object rolls by age and size.
+// hands full parts to the uploader (waiting while one part is queued
+// already). The object rolls by age and by size (its bytes and the rows
+// its format buffers). A value the format cannot hold is refused with
+// sink.ErrBadRecord and changes nothing: the object goes on.
 func (w *writer) Write(ctx context.Context, r *record.Record) error {
 	if w.closed {
 		return sink.ErrClosed
-	}
-	body, err := recfmt.Encode(w.s.cfg.Format, r.Value, &w.scratch)
-	if err != nil {
-		return fmt.Errorf("s3 sink: %s/%d@%d: %w", r.Topic, r.Partition, r.Offset, err)
-	}
-	if len(body) == 0 {
-		return nil
 	}
 	now := w.batchAt
 	if now.IsZero() {
 		now = w.s.cfg.Now()
 	}
-	if w.cur != nil && w.s.cfg.RollAge > 0 && now.Sub(w.cur.up.opened) >= w.s.cfg.RollAge {
+	// Old, or full since a pre-commit flushed its buffered rows.
+	if w.cur != nil && (w.s.cfg.RollAge > 0 && now.Sub(w.cur.up.opened) >= w.s.cfg.RollAge || w.cur.size >= int64(w.s.cfg.RollSize)) {
 		if err := w.roll(ctx); err != nil {
 			return err
 		}
 	}
-	if w.cur == nil {
-		w.open(now)
+	opened := w.cur == nil
+	if opened {
+		if err := w.open(now); err != nil {
+			return err
+		}
 	}
 	o := w.cur
-	n := len(body)
-	o.buf = append(o.buf, body...)
-	if w.jsonl {
-		o.buf = append(o.buf, '\n')
-		n++
+	before := len(o.buf)
+	var err error
+	o.buf, err = o.ff.Append(o.buf, r.Value)
+	if err == nil {
+		w.grew(o, before)
 	}
-	o.size += int64(n)
-	w.s.bytesWritten.Add(uint64(n))
-	switch {
-	case o.size >= int64(w.s.cfg.RollSize):
+	if opened && o.size == 0 && o.ff.Buffered() == 0 {
+		// Nothing taken (a bad record, an empty raw value): no object.
+		w.cur = nil
+		w.seq--
+	}
+	if err != nil {
+		return fmt.Errorf("s3 sink: %s/%d@%d: %w", r.Topic, r.Partition, r.Offset, err)
+	}
+	if w.cur == nil {
+		return nil
+	}
+	// The object's bytes count, not the rows a format buffers (unknown
+	// and compressed until flushed): a Parquet object rolls once its row
+	// groups reach roll_size, so objects are at least roll_size.
+	if o.size >= int64(w.s.cfg.RollSize) {
 		err = w.roll(ctx)
-	case len(o.buf) >= int(w.s.cfg.PartSize):
-		err = w.cutPart(ctx)
+	} else {
+		err = w.cutParts(ctx)
 	}
 	if err != nil {
 		return err
@@ -132,32 +141,80 @@ func (w *writer) BeginBatch() { w.batchAt = w.s.cfg.Now() }
 func (w *writer) EndInput() { w.ended = true }
 
 // open starts the next object: F is one more than the last barrier.
-func (w *writer) open(now time.Time) {
+func (w *writer) open(now time.Time) error {
+	ff, err := filefmt.New(w.s.cfg.Format, w.s.cfg.Parquet)
+	if err != nil {
+		return fmt.Errorf("s3 sink writer %d: %w", w.instance, err)
+	}
 	first := w.lastBarrier + 1
 	key, base := w.s.names.objectKey(first, w.instance, w.seq)
 	w.seq++
 	w.cur = &object{
 		up:   &upload{key: key, base: base, first: first, writer: w.instance, opened: now, token: newToken()},
+		ff:   ff,
 		next: 1,
 	}
+	return nil
 }
 
-// cutPart hands the buffered bytes over as the next part.
-func (w *writer) cutPart(ctx context.Context) error {
+// grew counts the bytes the format appended to o.buf after before.
+func (w *writer) grew(o *object, before int) {
+	n := len(o.buf) - before
+	o.size += int64(n)
+	w.s.bytesWritten.Add(uint64(n))
+}
+
+// cutParts hands the buffered bytes over as parts once part_size of them
+// are buffered: part_size bytes a part while twice that is buffered (a
+// Parquet row group comes at once), then all that is left, so a part
+// holds less than twice part_size.
+func (w *writer) cutParts(ctx context.Context) error {
+	p := int(w.s.cfg.PartSize)
+	for len(w.cur.buf) >= 2*p {
+		if err := w.cutPart(ctx, p); err != nil {
+			return err
+		}
+	}
+	if n := len(w.cur.buf); n >= p {
+		return w.cutPart(ctx, n)
+	}
+	return nil
+}
+
+// cutPart hands the first n buffered bytes over as the next part. The
+// uploader reads them while the writer appends after them, never into them.
+func (w *writer) cutPart(ctx context.Context, n int) error {
 	o := w.cur
-	j := &partJob{up: o.up, n: o.next, data: o.buf}
+	j := &partJob{up: o.up, n: o.next, data: o.buf[:n:n]}
 	if err := w.hand(ctx, j); err != nil {
 		return err
 	}
 	o.next++
-	o.cut += int64(len(o.buf))
-	o.buf = nil // the uploader owns the old array now
+	o.cut += int64(n)
+	o.buf = o.buf[n:]
+	if len(o.buf) == 0 {
+		o.buf = nil
+	}
 	return nil
 }
 
-// roll hands the buffered bytes over as the open object's last part.
+// roll closes the open object: its format's last bytes (a Parquet
+// footer) are appended, full parts handed over, and the rest becomes its
+// last part. A format that fails leaves the object open and the writer
+// failed: the task restarts from the last checkpoint.
 func (w *writer) roll(ctx context.Context) error {
 	o := w.cur
+	before := len(o.buf)
+	var err error
+	if o.buf, err = o.ff.Close(o.buf); err != nil {
+		return fmt.Errorf("s3 sink writer %d: close %s: %w", w.instance, o.up.key, err)
+	}
+	w.grew(o, before)
+	for p := int(w.s.cfg.PartSize); len(o.buf) >= 2*p; {
+		if err := w.cutPart(ctx, p); err != nil {
+			return err
+		}
+	}
 	j := &partJob{up: o.up, n: o.next, data: o.buf, last: true, size: o.size}
 	if err := w.hand(ctx, j); err != nil {
 		return err
@@ -185,8 +242,9 @@ func (w *writer) PreCommit(ctx context.Context, id checkpoint.ID) ([]sink.Commit
 }
 
 // PreCommitAsync closes off everything written so far: it rolls the open
-// object if it is due (EndInput, roll_on_checkpoint, roll_age) and queues
-// barrier id behind the parts handed over. finish waits until the
+// object if it is due (EndInput, roll_on_checkpoint, roll_age), else
+// flushes the rows its format buffers (a Parquet row group) and records
+// the format's state, and queues barrier id behind the parts handed over. finish waits until the
 // uploader has uploaded those parts and the open object's new tail bytes
 // (as a delta), and returns the committables not yet Committed. Writes may
 // go on meanwhile: their bytes are past the barrier's size.
@@ -204,7 +262,18 @@ func (w *writer) PreCommitAsync(ctx context.Context, id checkpoint.ID) (func() (
 	}
 	b := &barrierJob{id: id, reply: make(chan barrierResult, 1)}
 	if o := w.cur; o != nil {
-		b.open, b.tail, b.off, b.size = o.up, o.buf[:len(o.buf):len(o.buf)], o.cut, o.size
+		// A row group per checkpoint: the barrier's size holds every row
+		// written before it, and the format's state says how to go on.
+		before := len(o.buf)
+		var err error
+		if o.buf, err = o.ff.Flush(o.buf); err != nil {
+			return nil, fmt.Errorf("s3 sink writer %d pre-commit %d: %w", w.instance, id, err)
+		}
+		w.grew(o, before)
+		if err := w.cutParts(ctx); err != nil {
+			return nil, fmt.Errorf("s3 sink writer %d pre-commit %d: %w", w.instance, id, err)
+		}
+		b.open, b.tail, b.off, b.size, b.format = o.up, o.buf[:len(o.buf):len(o.buf)], o.cut, o.size, o.ff.State()
 	}
 	if err := w.up.send(ctx, task{barrier: b}); err != nil {
 		return nil, fmt.Errorf("s3 sink writer %d pre-commit %d: %w: %w", w.instance, id, sink.ErrNotDurable, err)
