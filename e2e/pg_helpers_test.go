@@ -334,7 +334,7 @@ func (j *pgJob) terminateJobSessions() int {
 // requireNoJobRestart requires p to be running and never to have restarted
 // the job in process: connector_job_restarts_total is 0 and no log line
 // says it restarted.
-func (j *pgJob) requireNoJobRestart(p *proc) {
+func (j *job) requireNoJobRestart(p *proc) {
 	j.t.Helper()
 	j.requireRunning(p, "checking for in-process restarts")
 	v, err := p.metric(metricRestarts)

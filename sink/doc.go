@@ -5,7 +5,12 @@
 // decides when a checkpoint is complete: the runtime tells it.
 //
 // The kinds live in packages of their own: sink/file (exactly-once part
-// files) and sink/stdout (at-least-once, for trying things out).
+// files), sink/s3 (exactly-once objects in S3-compatible storage),
+// sink/kafka (transactions), sink/postgres (one transaction per worker and
+// checkpoint) and sink/stdout (at-least-once, for trying things out). The
+// file and s3 sinks share how records are framed (sink/internal/recfmt)
+// and the formats of a file spanning checkpoints (sink/internal/filefmt:
+// lines, Parquet).
 //
 // # Adding a sink
 //
