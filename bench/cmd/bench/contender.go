@@ -41,6 +41,15 @@ type spec struct {
 	pg        bool
 	pgMode    string
 	copyFiles []string
+	// s3: Kafka to S3 (s3.go): format jsonl or parquet, into bucket (made
+	// fresh for each run) or, local, into files.
+	s3     bool
+	format string
+	local  bool
+	bucket string
+	// sinkConfig, if set, is the connector's sink: section (its lines
+	// after the first indented by two spaces).
+	sinkConfig string
 }
 
 // result is what one run measured.
@@ -109,6 +118,18 @@ type result struct {
 	LatP99    float64 `json:"latency_p99_ms,omitempty"`
 	LatMax    float64 `json:"latency_max_ms,omitempty"`
 	Isolation string  `json:"isolation,omitempty"` // of the consumer that read the output back
+
+	// Kafka to S3 (s3.go): where the output went, its format, the S3
+	// server's CPU time during Drain (OtherCPU then leaves it out), and
+	// the visible files: how many, their total, smallest and largest size.
+	Destination  string  `json:"destination,omitempty"`
+	Format       string  `json:"format,omitempty"`
+	S3CPU        float64 `json:"s3_cpu_s,omitempty"`
+	S3CPUPerM    float64 `json:"s3_cpu_s_per_million,omitempty"`
+	Files        int     `json:"files,omitempty"`
+	FilesBytes   int64   `json:"files_bytes,omitempty"`
+	FileMinBytes int64   `json:"file_min_bytes,omitempty"`
+	FileMaxBytes int64   `json:"file_max_bytes,omitempty"`
 
 	Attempts int `json:"attempts,omitempty"` // runs made (see steadyDrain)
 	// Runs is how many runs the reported (median) one was chosen from;
@@ -215,8 +236,14 @@ func (b *bench) launch(s spec, dir string, restore bool, logName string) (*proc,
 		if s.pg {
 			env = []string{"BENCH_PG_DSN=" + b.o.pgDSN}
 		}
+		if s.s3 {
+			env = b.s3Env()
+		}
 		cfg := filepath.Join(dir, "config.yaml")
 		if !restore {
+			if s.s3 {
+				s.sinkConfig = b.s3SinkConfig(s, dir)
+			}
 			if err := os.WriteFile(cfg, []byte(connectorConfig(s, dir, addr)), 0o644); err != nil {
 				return nil, "", err
 			}
@@ -284,7 +311,11 @@ func connectorConfig(s spec, dir, addr string) string {
 		keyBy = s.dedupKey
 	}
 	name := "bench-" + strings.ReplaceAll(filepath.Base(dir), ".", "-")
-	sink := fmt.Sprintf("type: file\n  path: %s\n  format: jsonl", filepath.Join(dir, "out"))
+	// Rolled at every checkpoint, as the Flink contender's FileSink row
+	// format (OnCheckpointRollingPolicy) and as the file sink did before
+	// files spanned checkpoints: the drains compare the same work, and
+	// the output is visible at every checkpoint, which they wait for.
+	sink := fmt.Sprintf("type: file\n  path: %s\n  format: jsonl\n  roll_on_checkpoint: true", filepath.Join(dir, "out"))
 	if s.outTopic != "" {
 		// The defaults otherwise: partitioning by key (murmur2), no
 		// compression, a 10m transaction timeout (the broker's maximum
@@ -293,6 +324,9 @@ func connectorConfig(s spec, dir, addr string) string {
 	}
 	if s.pg {
 		sink = pgSinkConfig(s, dir)
+	}
+	if s.sinkConfig != "" {
+		sink = s.sinkConfig
 	}
 	return fmt.Sprintf(`# written by bench/cmd/bench for %q
 name: %s
@@ -416,6 +450,9 @@ func (b *bench) drain(s spec) *result {
 	}
 	if s.pg {
 		return b.pgDrain(s)
+	}
+	if s.s3 {
+		return b.s3Drain(s)
 	}
 	dir, r, ok := b.begin(s)
 	if !ok {

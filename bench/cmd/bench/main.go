@@ -38,6 +38,7 @@ var experimentNames = []string{
 	"recovery", "scaling-p", "scaling-state",
 	"raw-k2k", "connector-k2k", "flink-k2k", "raw-k2k-txn",
 	"pg-copy", "connector-pg", "connector-pg-upsert", "kconnect-jdbc",
+	"raw-s3", "connector-s3-jsonl", "connector-s3-parquet", "connector-file-parquet", "flink-parquet",
 }
 
 // k2kNames are the Kafka-to-Kafka experiments: a drain of each topic of
@@ -83,6 +84,15 @@ type options struct {
 	// JDBC sink connector).
 	kconnectCP      string
 	kconnectPlugins string
+	// Kafka to S3 (s3.go): the server, its credentials and pid (for its
+	// CPU time); the Flink Parquet job's class path and destination.
+	s3Endpoint     string
+	s3AccessKey    string
+	s3SecretKey    string
+	s3Region       string
+	s3PID          int
+	flinkParquetCP string
+	flinkParquetTo string
 }
 
 func main() {
@@ -118,6 +128,13 @@ func main() {
 	flag.StringVar(&o.psql, "psql", "psql", "PostgreSQL experiments: the `psql` command of pg-copy")
 	flag.StringVar(&o.kconnectCP, "kconnect-classpath", "", "kconnect-jdbc: class `path` of the Kafka Connect worker (Kafka's jars and bench/kconnect's transform)")
 	flag.StringVar(&o.kconnectPlugins, "kconnect-plugins", "", "kconnect-jdbc: the worker's plugin.path (`dir` holding the Debezium JDBC sink connector)")
+	flag.StringVar(&o.s3Endpoint, "s3-endpoint", os.Getenv("S3_ENDPOINT"), "S3 experiments: the S3 server, http://`host:port` (default $S3_ENDPOINT)")
+	flag.StringVar(&o.s3AccessKey, "s3-access-key", os.Getenv("S3_ACCESS_KEY"), "S3 experiments: access key id (default $S3_ACCESS_KEY)")
+	flag.StringVar(&o.s3SecretKey, "s3-secret-key", os.Getenv("S3_SECRET_KEY"), "S3 experiments: secret access key (default $S3_SECRET_KEY)")
+	flag.StringVar(&o.s3Region, "s3-region", cmp.Or(os.Getenv("S3_REGION"), "us-east-1"), "S3 experiments: the region (default $S3_REGION, else us-east-1)")
+	flag.IntVar(&o.s3PID, "s3-pid", 0, "S3 experiments: the `pid` of the S3 server, to measure its CPU")
+	flag.StringVar(&o.flinkParquetCP, "flink-parquet-classpath", "", "flink-parquet: class `path` of the Flink Parquet job (bench/flink jar and its dependencies with flink-parquet and flink-s3-fs-hadoop)")
+	flag.StringVar(&o.flinkParquetTo, "flink-parquet-to", "s3", "flink-parquet: write to s3 (the bucket, through flink-s3-fs-hadoop) or local (files)")
 	pgRecords := flag.String("pg-records", "5000000", "PostgreSQL experiments: rows of each drain (a topic each)")
 	from := flag.String("from", "", "run nothing: report the results.json `file` of an earlier run again")
 	flag.Parse()
@@ -175,6 +192,9 @@ func main() {
 		}
 		o.only[n] = true
 	}
+	if o.flinkParquetTo != "s3" && o.flinkParquetTo != "local" {
+		fatal(fmt.Errorf("--flink-parquet-to: %q is neither s3 nor local", o.flinkParquetTo))
+	}
 	var err error
 	if o.sizes, err = ints(sizes); err != nil {
 		fatal(fmt.Errorf("--sizes: %w", err))
@@ -227,7 +247,7 @@ func ints(s string) ([]int, error) {
 }
 
 func (o *options) wants(name string) bool {
-	if name == "raw-k2k-txn" || slices.Contains(pgNames, name) {
+	if name == "raw-k2k-txn" || slices.Contains(pgNames, name) || slices.Contains(s3Names, name) {
 		return o.only[name] // only when named
 	}
 	return len(o.only) == 0 || o.only[name]
@@ -249,6 +269,7 @@ type bench struct {
 	results []*result
 	k2kState
 	pgState
+	s3State
 }
 
 func (b *bench) log(format string, args ...any) {
@@ -351,6 +372,9 @@ func (b *bench) run() error {
 		return err
 	}
 	if err := b.runPG(); err != nil {
+		return err
+	}
+	if err := b.runS3(); err != nil {
 		return err
 	}
 

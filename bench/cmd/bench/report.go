@@ -186,6 +186,7 @@ func (b *bench) writeMarkdown(w *strings.Builder) {
 	}
 	b.writeK2K(w)
 	b.writePG(w)
+	b.writeS3(w)
 	b.writeTargets(w)
 }
 
@@ -373,10 +374,13 @@ func (b *bench) writeTargets(w *strings.Builder) {
 			rows = append(rows, row{"checkpoint p99 <= 100 ms with 1M keys", fmt.Sprintf("%.0f ms (%d checkpoints; to metadata durable, where Flink's checkpointDuration ends: %.0f ms)", r.CkptP99, r.Checkpoints, r.CkptDurableP99), yes(r.CkptP99 <= 100)})
 		}
 	}
+	for _, r := range b.s3Targets() {
+		rows = append(rows, row{r[0], r[1], r[2]})
+	}
 	if len(rows) == 0 {
 		return
 	}
-	fmt.Fprintln(w, "### Targets (issues 5, 12 and 13; reported, not asserted)")
+	fmt.Fprintln(w, "### Targets (issues 5, 12, 13 and 14; reported, not asserted)")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "| target | measured | met |")
 	fmt.Fprintln(w, "|---|---|---|")
@@ -418,6 +422,16 @@ func shortLabel(r *result) string {
 		return "connector upsert"
 	case "kconnect-jdbc":
 		return "Kafka Connect"
+	case "raw-s3":
+		return "raw minio-go"
+	case "connector-s3-jsonl":
+		return "s3 jsonl"
+	case "connector-s3-parquet":
+		return "s3 parquet"
+	case "connector-file-parquet":
+		return "file parquet"
+	case "flink-parquet":
+		return "Flink parquet"
 	}
 	return r.Label
 }
@@ -476,6 +490,15 @@ func (b *bench) panels() []panel {
 		title := strings.Replace(strings.TrimPrefix(sec, "pg drain "), " rows x ", " x ", 1)
 		add("PostgreSQL rows/s, "+title, rs, func(r *result) float64 { return r.RecordsPerS }, human, shortLabel)
 		add("PG CPU s / M rows (client + DB), "+title, rs, func(r *result) float64 { return r.CPUPerM + r.DBCPUPerM }, f2, shortLabel)
+	}
+	for _, sec := range b.sections("s3 drain") {
+		rs := b.in(sec)
+		title := strings.TrimPrefix(sec, "s3 drain ")
+		add("Kafka to S3 / Parquet records/s, "+title, rs, func(r *result) float64 { return r.RecordsPerS }, human, shortLabel)
+		add("Kafka to S3 / Parquet CPU s per million records", rs, func(r *result) float64 { return r.CPUPerM }, f2, shortLabel)
+		add("Kafka to S3 / Parquet mean file MiB", rs, func(r *result) float64 {
+			return float64(r.FilesBytes) / float64(max(1, r.Files)) / (1 << 20)
+		}, f2, shortLabel)
 	}
 	return ps
 }
