@@ -75,6 +75,8 @@ var absurdNumbers = []struct {
 			"config.yaml:4: sink.roll_age: must be at most 168h0m0s, got 876000h0m0s"},
 	{doc(minimal[0], minimal[1], minimal[2], "sink: {type: file, path: ./out, format: parquet, parquet: {columns: [{name: id, type: int64}], row_group_size: "+hugeBytes+"}}"),
 		"config.yaml:4: sink.parquet.row_group_size: must be at most 1GiB, got 1000TiB"},
+	{doc(minimal[0], minimal[1], minimal[2], "sink: {type: file, path: ./out, max_open_files: "+maxInt64+"}"),
+		"config.yaml:4: sink.max_open_files: must be at most 4096, got " + maxInt64},
 	{with("pipeline: {transforms: [{type: dedup, key: id, ttl: " + years100 + "}]}"),
 		"config.yaml:5: pipeline.transforms[0].ttl: 876000h0m0s: must be at most 8760h0m0s"},
 	{with("pipeline: {parallelism: 99999999999999999999}"),

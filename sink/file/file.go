@@ -23,6 +23,7 @@ import (
 	"github.com/connector-dev/connector/internal/spec"
 	"github.com/connector-dev/connector/sink"
 	"github.com/connector-dev/connector/sink/internal/filefmt"
+	"github.com/connector-dev/connector/sink/internal/pathtmpl"
 )
 
 // File format names (Config.Format).
@@ -72,10 +73,20 @@ type Config struct {
 	// RollAge closes a part once it is this old, at the next Write or
 	// pre-commit; zero disables rolling by age.
 	RollAge time.Duration `yaml:"roll_age" default:"1m" doc:"...or this age (checked at every write and checkpoint), whichever comes first"`
-	// RollOnCheckpoint rolls the open part at every pre-commit, so that
+	// RollOnCheckpoint rolls the open parts at every pre-commit, so that
 	// every completed checkpoint makes everything written before it
-	// visible, at the price of a file per checkpoint per worker.
-	RollOnCheckpoint bool `yaml:"roll_on_checkpoint" doc:"roll the open file at every checkpoint: output visible at each checkpoint, one file per checkpoint and worker"`
+	// visible, at the price of a file per checkpoint per worker (and
+	// bucket).
+	RollOnCheckpoint bool `yaml:"roll_on_checkpoint" doc:"roll the open files at every checkpoint: output visible at each checkpoint, one file per checkpoint, worker and bucket"`
+	// PathTemplate puts each record's file in a bucket directory under
+	// Path, expanded from the record's time and fields (package
+	// sink/internal/pathtmpl); empty: every file in Path.
+	PathTemplate string `yaml:"path_template" doc:"subdirectory of each record's file: literal text, {yyyy-MM-dd}-style patterns of yyyy, MM, dd, HH, mm (the record's Kafka timestamp, UTC) and {field:a.b} (a JSON field of the value; __missing__ without one), e.g. dt={yyyy-MM-dd}/hour={HH}; empty: all files in path"`
+	// MaxOpenFiles bounds the files a writer keeps open, one per bucket:
+	// a record of a new bucket beyond it rolls the least recently
+	// written one first. Each open file holds a descriptor and a write
+	// buffer, and with parquet up to row_group_size of rows.
+	MaxOpenFiles int `yaml:"max_open_files" default:"32" doc:"open files per writer, one per bucket of path_template; a new bucket beyond it rolls the least recently written file"`
 	// Writers is the job's parallelism: Recover hands an open file of a
 	// writer below it to that writer again and commits the others (the job
 	// scaled down). Zero commits every restored open file at Recover.
@@ -96,6 +107,9 @@ func (c *Config) Validate(p *spec.Problems) {
 	spec.AtMost(p, "roll_size", c.RollSize, maxRollSize)
 	spec.NotNegative(p, "roll_age", c.RollAge)
 	spec.AtMost(p, "roll_age", c.RollAge, maxRollAge)
+	pathtmpl.Check(p, "path_template", c.PathTemplate)
+	spec.Positive(p, "max_open_files", c.MaxOpenFiles)
+	spec.AtMost(p, "max_open_files", c.MaxOpenFiles, maxOpenFiles)
 }
 
 // Upper bounds of rolling: far above any sensible part file, low enough
@@ -105,6 +119,14 @@ const (
 	maxRollSize = config.TiB
 	maxRollAge  = 7 * 24 * time.Hour
 )
+
+// maxOpenFiles bounds max_open_files: each open file holds a buffer (and,
+// for parquet, up to row_group_size of rows) and a descriptor.
+const maxOpenFiles = 4096
+
+// maxDirs bounds the bucket directories a File remembers having made
+// durable; past it, it forgets them all and makes them again.
+const maxDirs = 4096
 
 // fill completes a Config built in code (the config layer has already filled
 // and checked one from a file) and checks it, with the job name.
@@ -126,8 +148,9 @@ func (c *Config) fill() error {
 	return nil
 }
 
-// File is the file sink: exactly-once output as immutable part files in one
-// directory, made visible by rename when a checkpoint completes.
+// File is the file sink: exactly-once output as immutable part files under
+// one directory (in its bucket directories, with a path_template), made
+// visible by rename when a checkpoint completes.
 //
 // Commit and Recover may be called from any goroutine, but not concurrently
 // with each other; each Writer belongs to one goroutine (see Writer).
@@ -136,6 +159,10 @@ type File struct {
 	fs    vfs.FS
 	log   zerolog.Logger
 	names names
+	tmpl  *pathtmpl.Template // nil: no path_template
+
+	dirsMu sync.Mutex
+	dirs   map[string]bool // bucket directories made durable, by any writer
 
 	mu      sync.Mutex
 	writers map[int]bool // instances with an open writer
@@ -143,7 +170,7 @@ type File struct {
 	// resume holds the open files Recover restored, by writer, until
 	// NewWriter takes them; restored is the newest checkpoint among
 	// Recover's committables.
-	resume   map[int]*openState
+	resume   map[int][]openState
 	restored checkpoint.ID
 
 	// Counted for Stats, from any goroutine.
@@ -165,6 +192,10 @@ func New(cfg Config, fs vfs.FS, log zerolog.Logger) (*File, error) {
 	if err := fsutil.MkdirAll(fs, cfg.Path); err != nil {
 		return nil, fmt.Errorf("file sink: %w", err)
 	}
+	tmpl, err := pathtmpl.Parse(cfg.PathTemplate)
+	if err != nil {
+		return nil, fmt.Errorf("%w: sink.path_template: %w", sink.ErrInvalidConfig, err) // checked by fill
+	}
 	nm := newNames(cfg.Job, cfg.Format)
 	lock, err := fs.Lock(fs.PathJoin(cfg.Path, nm.lockName()))
 	if err != nil {
@@ -176,9 +207,45 @@ func New(cfg Config, fs vfs.FS, log zerolog.Logger) (*File, error) {
 		fs:      fs,
 		log:     log.With().Str("sink", "file").Str("job", cfg.Job).Str("path", cfg.Path).Logger(),
 		names:   nm,
+		tmpl:    tmpl,
+		dirs:    make(map[string]bool),
 		lock:    lock,
 		writers: make(map[int]bool),
 	}, nil
+}
+
+// path is the path of p, a file or bucket recorded relative to
+// sink.path ("" is sink.path itself).
+func (s *File) path(p string) string {
+	if p == "" {
+		return s.cfg.Path
+	}
+	return s.fs.PathJoin(s.cfg.Path, p)
+}
+
+// makeBucket creates the directory of bucket, and makes its entry (and
+// its parents') durable, unless a writer did so before. Safe from any
+// goroutine.
+func (s *File) makeBucket(bucket string) error {
+	if bucket == "" {
+		return nil
+	}
+	s.dirsMu.Lock()
+	done := s.dirs[bucket]
+	s.dirsMu.Unlock()
+	if done {
+		return nil
+	}
+	if err := fsutil.MkdirAll(s.fs, s.path(bucket)); err != nil {
+		return err
+	}
+	s.dirsMu.Lock()
+	if len(s.dirs) >= maxDirs {
+		clear(s.dirs)
+	}
+	s.dirs[bucket] = true
+	s.dirsMu.Unlock()
+	return nil
 }
 
 // NewWriter opens the writer of worker instance. At most one writer per
@@ -210,12 +277,14 @@ func (s *File) release(instance int) {
 }
 
 // Commit renames every pending file the committables name into place and
-// fsyncs the directory. It is idempotent: a file already renamed is skipped.
-// It commits all it can before returning the errors it met (ErrCommitFailed,
-// ErrCommitLost, ErrBadCommittable).
+// fsyncs sink.path and each bucket directory it renamed in. It is
+// idempotent: a file already renamed is skipped. It commits all it can
+// before returning the errors it met (ErrCommitFailed, ErrCommitLost,
+// ErrBadCommittable).
 func (s *File) Commit(ctx context.Context, cs []sink.Committable) error {
 	var errs []error
 	renamed, skipped := 0, 0
+	dirs := []string{""}
 	for _, c := range cs {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("file sink commit: %w: %w", sink.ErrCommitFailed, err)
@@ -226,6 +295,8 @@ func (s *File) Commit(ctx context.Context, cs []sink.Committable) error {
 			continue
 		}
 		for _, f := range files {
+			bucket, _ := pathtmpl.Split(f.To)
+			dirs = append(dirs, bucket)
 			did, err := s.commitFile(f)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("file sink commit checkpoint %d writer %d: %w", c.Checkpoint, c.Writer, err))
@@ -237,7 +308,7 @@ func (s *File) Commit(ctx context.Context, cs []sink.Committable) error {
 			}
 		}
 	}
-	if err := fsutil.SyncDir(s.fs, s.cfg.Path); err != nil {
+	if err := s.syncDirs(dirs); err != nil {
 		errs = append(errs, fmt.Errorf("file sink commit: %w: %w", sink.ErrCommitFailed, err))
 	}
 	s.filesCommitted.Add(uint64(renamed))
@@ -250,6 +321,19 @@ func (s *File) Commit(ctx context.Context, cs []sink.Committable) error {
 	return err
 }
 
+// syncDirs fsyncs each directory of dirs (relative to sink.path) once,
+// in order of their names.
+func (s *File) syncDirs(dirs []string) error {
+	slices.Sort(dirs)
+	var errs []error
+	for _, d := range slices.Compact(dirs) {
+		if err := fsutil.SyncDir(s.fs, s.path(d)); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // commitFile renames one rolled file into place. It reports whether it
 // renamed; false with no error means it was committed before. It never
 // replaces a committed file: a rolled file whose final name is taken means
@@ -257,8 +341,7 @@ func (s *File) Commit(ctx context.Context, cs []sink.Committable) error {
 // stayed), and is refused with ErrCommitConflict rather than losing the
 // committed file's records.
 func (s *File) commitFile(r rename) (bool, error) {
-	to := s.fs.PathJoin(s.cfg.Path, r.To)
-	from := s.fs.PathJoin(s.cfg.Path, r.From)
+	to, from := s.path(r.To), s.path(r.From)
 	if _, err := s.fs.Stat(to); err == nil {
 		if _, perr := s.fs.Stat(from); perr != nil {
 			return false, nil // committed before
@@ -296,155 +379,6 @@ func (s *File) commitFile(r rename) (bool, error) {
 	}
 }
 
-// Recover commits restored (as Commit does), cuts every restored open
-// file back to its recorded size and keeps it for its writer (or commits it,
-// for a writer the job no longer has), then removes every other hidden file
-// of this job (other jobs' files in the directory are left alone): files
-// written after the restored checkpoint, whose records the source will
-// replay. It must run before any writer opens.
-func (s *File) Recover(ctx context.Context, restored []sink.Committable) error {
-	s.mu.Lock()
-	open := len(s.writers)
-	s.mu.Unlock()
-	if open > 0 {
-		return fmt.Errorf("file sink recover: %d writers are open; Recover would delete their parts", open)
-	}
-	if err := s.Commit(ctx, restored); err != nil {
-		return fmt.Errorf("file sink recover: %w", err)
-	}
-	resume, after, err := s.restoreOpen(ctx, restored)
-	if err != nil {
-		return fmt.Errorf("file sink recover: %w", err)
-	}
-	keep := make(map[string]bool, len(resume))
-	for _, o := range resume {
-		keep[o.Name] = true
-	}
-	list, err := s.fs.List(s.cfg.Path)
-	if err != nil {
-		return fmt.Errorf("file sink recover: %w: list %s: %w", sink.ErrCommitFailed, s.cfg.Path, err)
-	}
-	var errs []error
-	removed := 0
-	for _, name := range list {
-		if !s.names.ownHidden(name) || keep[name] {
-			continue
-		}
-		if err := s.fs.Remove(s.fs.PathJoin(s.cfg.Path, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
-			errs = append(errs, fmt.Errorf("remove %s: %w", name, err))
-			continue
-		}
-		removed++
-	}
-	if err := fsutil.SyncDir(s.fs, s.cfg.Path); err != nil {
-		errs = append(errs, err)
-	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("file sink recover: %w: %w", sink.ErrCommitFailed, err)
-	}
-	s.mu.Lock()
-	s.resume, s.restored = resume, after
-	s.mu.Unlock()
-	s.log.Info().Int("restored_committables", len(restored)).Int("resumed_open_files", len(resume)).
-		Int("removed_hidden", removed).Msg("recovered")
-	return nil
-}
-
-// restoreOpen cuts each writer's open file of restored back to its durable
-// size. It returns the files to resume, by writer, and the newest
-// checkpoint of restored. A file of a writer at or above cfg.Writers is
-// committed instead, named as if the restored checkpoint had rolled it.
-func (s *File) restoreOpen(ctx context.Context, restored []sink.Committable) (map[int]*openState, checkpoint.ID, error) {
-	var after checkpoint.ID
-	rolledAt := map[int]int{} // files each writer's pre-commit of after rolled, to number one more
-	for _, c := range restored {
-		after = max(after, c.Checkpoint)
-	}
-	resume := map[int]*openState{}
-	for _, c := range restored {
-		renames, o, err := s.names.decode(c)
-		if err != nil {
-			return nil, 0, err
-		}
-		if c.Checkpoint == after {
-			rolledAt[c.Writer] += len(renames)
-		}
-		if o == nil {
-			continue
-		}
-		if prev := resume[c.Writer]; prev != nil && prev.Name != o.Name {
-			return nil, 0, fmt.Errorf("%w: writer %d has two open files, %s and %s", sink.ErrBadCommittable, c.Writer, prev.Name, o.Name)
-		}
-		resume[c.Writer] = o
-	}
-	for w, o := range resume {
-		path := s.fs.PathJoin(s.cfg.Path, o.Name)
-		closed := rename{From: o.Name, To: s.names.finalName(w, after, rolledAt[w])}
-		if _, err := s.fs.Stat(path); errors.Is(err, os.ErrNotExist) {
-			if _, err := s.fs.Stat(s.fs.PathJoin(s.cfg.Path, closed.To)); err == nil {
-				delete(resume, w) // closed out and committed by an earlier Recover of this checkpoint
-				continue
-			}
-			later, aerr := s.CommittedAfter(ctx, after)
-			if aerr == nil && len(later) > 0 {
-				// Committed by a later checkpoint than the one restored:
-				// the runtime already decided to restore this one anyway.
-				s.log.Error().Str("file", o.Name).Uint64("checkpoint", uint64(after)).Strs("committed_after", later).
-					Msg("the open file of the restored checkpoint was committed by a later one; its records are written again")
-				delete(resume, w)
-				continue
-			}
-			return nil, 0, fmt.Errorf("%w: writer %d's open file %s of checkpoint %d is gone", sink.ErrCommitLost, w, o.Name, after)
-		}
-		if err := fsutil.Truncate(s.fs, path, o.Size); err != nil {
-			return nil, 0, fmt.Errorf("%w: writer %d's open file: %w", sink.ErrCommitLost, w, err)
-		}
-		if s.cfg.Writers > 0 && w < s.cfg.Writers {
-			if _, err := filefmt.Resume(s.cfg.Format, s.cfg.Parquet, o.Format); err == nil {
-				continue
-			} else if !errors.Is(err, filefmt.ErrSchemaChanged) {
-				return nil, 0, fmt.Errorf("writer %d's open file %s: %w", w, o.Name, err)
-			}
-			s.log.Warn().Str("file", o.Name).Msg("the format or parquet schema changed since the open file was begun: it is closed and committed as it is")
-		}
-		if err := s.closeOut(path, o); err != nil {
-			return nil, 0, fmt.Errorf("writer %d's open file: %w", w, err)
-		}
-		if _, err := s.commitFile(closed); err != nil {
-			return nil, 0, fmt.Errorf("writer %d's open file, of a writer the job no longer has: %w", w, err)
-		}
-		s.filesCommitted.Add(1)
-		delete(resume, w)
-	}
-	return resume, after, nil
-}
-
-// closeOut completes a restored open file no writer goes on with: its
-// format's last bytes (a Parquet footer) are appended at its recorded size
-// and the file fsynced.
-func (s *File) closeOut(path string, o *openState) error {
-	tail, err := filefmt.Finish(o.Format)
-	if err != nil {
-		return fmt.Errorf("close %s: %w", o.Name, err)
-	}
-	if len(tail) == 0 {
-		return nil
-	}
-	f, err := s.fs.OpenReadWrite(path, "sink-file")
-	if err != nil {
-		return fmt.Errorf("%w: open %s: %w", sink.ErrCommitFailed, o.Name, err)
-	}
-	if _, err := f.WriteAt(tail, o.Size); err != nil {
-		_ = f.Close()
-		return fmt.Errorf("%w: write %s: %w", sink.ErrCommitFailed, o.Name, err)
-	}
-	if err := f.Sync(); err != nil {
-		_ = f.Close()
-		return fmt.Errorf("%w: sync %s: %w", sink.ErrCommitFailed, o.Name, err)
-	}
-	return f.Close()
-}
-
 // Stats returns the bytes the writers wrote into part files (committed or
 // not yet) and the files Commit renamed into place, since New. Safe from
 // any goroutine.
@@ -463,25 +397,6 @@ func (s *File) Close() error {
 	err := s.lock.Close()
 	s.lock = nil
 	return err
-}
-
-var _ sink.Auditor = (*File)(nil)
-
-// CommittedAfter lists the committed files of this job written at barriers
-// after id: output that a checkpoint after id made visible.
-func (s *File) CommittedAfter(_ context.Context, id checkpoint.ID) ([]string, error) {
-	list, err := s.fs.List(s.cfg.Path)
-	if err != nil {
-		return nil, fmt.Errorf("file sink: list %s: %w", s.cfg.Path, err)
-	}
-	var out []string
-	for _, name := range list {
-		if n, ok := s.names.committedAt(name); ok && n > id {
-			out = append(out, name)
-		}
-	}
-	slices.Sort(out)
-	return out, nil
 }
 
 // sameContent reports whether two files hold the same bytes.

@@ -9,16 +9,18 @@ import (
 	"github.com/connector-dev/connector/checkpoint"
 	"github.com/connector-dev/connector/sink"
 	"github.com/connector-dev/connector/sink/internal/filefmt"
+	"github.com/connector-dev/connector/sink/internal/pathtmpl"
 )
 
-// File names (see the package documentation):
+// File names (see the package documentation), in sink.path or in a bucket
+// directory under it (path_template):
 //
 //	.inprogress.part-<job>-w<writer>-<F>-<seq>.<ext>   written, not committed
 //	part-<job>-<C>-w<writer>-<i>.<ext>                 committed, visible
 //
 // F is one more than the last barrier the writer had passed when it opened
-// the file, and seq counts the files it opened since that barrier: together
-// they name a file uniquely among the files Recover keeps. C is the
+// the file, and seq counts the files it opened since that barrier, in any
+// bucket: together they name a file uniquely among the files Recover keeps. C is the
 // checkpoint whose pre-commit rolled the file, and i numbers the files that
 // pre-commit rolled. F and C have 12 digits, so committed names sort by the
 // checkpoint that made them (by time), then by writer.
@@ -71,6 +73,12 @@ func pendingName(final string) string { return pendingPrefix + final }
 
 func (n names) ownHidden(name string) bool { return n.hidden.MatchString(name) }
 
+// own reports whether name is a file name of this job, hidden or
+// committed.
+func (n names) own(name string) bool {
+	return n.hidden.MatchString(name) || n.final.MatchString(name) || n.legacy.MatchString(name)
+}
+
 // committedAt returns the checkpoint in a committed name of this job (the
 // barrier whose pre-commit rolled it); false for any other name.
 func (n names) committedAt(name string) (checkpoint.ID, bool) {
@@ -90,27 +98,33 @@ func (n names) committedAt(name string) (checkpoint.ID, bool) {
 func (n names) lockName() string { return ".lock." + n.job }
 
 // fileCommittable is the Data of a file sink Committable. Rolled lists
-// the files a pre-commit rolled, to be renamed into place by Commit; Open
-// is the file still growing at the barrier, which Commit leaves alone and
-// Recover cuts back to Size and hands to the writer again. Files is what
-// earlier versions recorded: committed names, each pre-committed under
-// pendingName.
+// the files a pre-commit rolled, to be renamed into place by Commit;
+// OpenFiles are the files still growing at the barrier (one per bucket of
+// path_template), which Commit leaves alone and Recover cuts back to their
+// sizes and hands to the writer again. Paths are relative to sink.path,
+// '/'-separated: <bucket>/<name>, or <name> in sink.path itself.
+//
+// Open is what versions before path_template recorded, one open file in
+// sink.path; Files what earlier versions recorded: committed names, each
+// pre-committed under pendingName. Both are still read.
 type fileCommittable struct {
-	Rolled []rename   `json:"rolled,omitempty"`
-	Open   *openState `json:"open,omitempty"`
-	Files  []string   `json:"files,omitempty"`
+	Rolled    []rename    `json:"rolled,omitempty"`
+	OpenFiles []openState `json:"open_files,omitempty"`
+	Open      *openState  `json:"open,omitempty"`
+	Files     []string    `json:"files,omitempty"`
 }
 
-// rename is one rolled file: its in-progress name and its committed name.
+// rename is one rolled file: its in-progress path and its committed path,
+// in the same bucket.
 type rename struct {
 	From string `json:"from"`
 	To   string `json:"to"`
 }
 
 // openState is a writer's open file at a barrier: Size bytes of it are
-// durable and hold every record the writer took before the barrier that
-// no rolled file holds. Opened (Unix milliseconds) is when the file
-// opened, for roll_age.
+// durable and hold every record of its bucket the writer took before the
+// barrier that no rolled file holds. Opened (Unix milliseconds) is when
+// the file opened, for roll_age.
 type openState struct {
 	Name   string         `json:"name"`
 	Size   int64          `json:"size"`
@@ -126,23 +140,24 @@ func (n names) encode(id checkpoint.ID, writer int, fc fileCommittable) sink.Com
 	return sink.Committable{Checkpoint: id, Writer: writer, Data: data}
 }
 
-// decode returns c's files to rename into place and its open file (nil
-// for none), refusing any name that is not a file name of this job (a
-// path, another job's file).
-func (n names) decode(c sink.Committable) ([]rename, *openState, error) {
+// decode returns c's files to rename into place and its open files,
+// refusing any path that is not a file of this job in sink.path or in a
+// bucket under it (an absolute path, "..", another job's file).
+func (n names) decode(c sink.Committable) ([]rename, []openState, error) {
 	var fc fileCommittable
 	if err := json.Unmarshal(c.Data, &fc); err != nil {
 		return nil, nil, fmt.Errorf("%w: checkpoint %d writer %d: %w", sink.ErrBadCommittable, c.Checkpoint, c.Writer, err)
 	}
 	bad := func(name string) error {
-		return fmt.Errorf("%w: checkpoint %d writer %d: %q is not a file name of job %q", sink.ErrBadCommittable, c.Checkpoint, c.Writer, name, n.job)
+		return fmt.Errorf("%w: checkpoint %d writer %d: %q is not a file of job %q under sink.path", sink.ErrBadCommittable, c.Checkpoint, c.Writer, name, n.job)
 	}
 	renames := fc.Rolled
 	for _, r := range fc.Rolled {
-		if !n.inProgress.MatchString(r.From) {
+		from, ok := n.path(r.From, n.inProgress)
+		if !ok {
 			return nil, nil, bad(r.From)
 		}
-		if !n.final.MatchString(r.To) {
+		if to, ok := n.path(r.To, n.final); !ok || to != from {
 			return nil, nil, bad(r.To)
 		}
 	}
@@ -152,8 +167,21 @@ func (n names) decode(c sink.Committable) ([]rename, *openState, error) {
 		}
 		renames = append(renames, rename{From: pendingName(f), To: f})
 	}
-	if fc.Open != nil && (!n.inProgress.MatchString(fc.Open.Name) || fc.Open.Size < 0) {
-		return nil, nil, bad(fc.Open.Name)
+	opens := fc.OpenFiles
+	if fc.Open != nil {
+		opens = append([]openState{*fc.Open}, opens...)
 	}
-	return renames, fc.Open, nil
+	for _, o := range opens {
+		if _, ok := n.path(o.Name, n.inProgress); !ok || o.Size < 0 {
+			return nil, nil, bad(o.Name)
+		}
+	}
+	return renames, opens, nil
+}
+
+// path checks a recorded path: a name re matches, in sink.path or in a
+// bucket pathtmpl.ValidDir accepts. It returns the bucket.
+func (n names) path(p string, re *regexp.Regexp) (bucket string, ok bool) {
+	bucket, name := pathtmpl.Split(p)
+	return bucket, re.MatchString(name) && (bucket == "" || pathtmpl.ValidDir(bucket))
 }

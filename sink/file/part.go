@@ -27,15 +27,17 @@ const (
 // a pre-commit fsyncs the open part (syncOpen) while the writer goes on:
 // mu orders that fsync with the writer creating or closing f.
 type part struct {
-	name   string       // in-progress name
-	final  string       // committed name, set by the pre-commit that rolls it
+	bucket string       // its directory under sink.path ("": sink.path itself)
+	name   string       // in-progress path, relative to sink.path (in bucket)
+	final  string       // committed path, set by the pre-commit that rolls it
 	ff     filefmt.File // the records' bytes in the file's format
 	opened time.Time
+	used   uint64 // the writer's count of Writes at its last one (max_open_files)
 	state  partState
 	// resumed: the file exists (restored at a restart, cut back to off):
 	// it is opened for writing, never created.
 	resumed bool
-	// dirSynced: the directory entry of the file is durable.
+	// dirSynced: the file's entry in its directory is durable.
 	dirSynced bool
 	mu        sync.Mutex
 	f         vfs.File // nil before the first write and once synced
@@ -51,8 +53,9 @@ type part struct {
 
 func (p *part) size() int64 { return p.off + int64(len(p.buf)) }
 
-// flush writes buf to the file, creating it on first use.
-func (p *part) flush(fs vfs.FS, dir string) error {
+// flush writes buf to the file, creating it (and its bucket directory)
+// on first use.
+func (p *part) flush(s *File) error {
 	if len(p.buf) == 0 {
 		return nil
 	}
@@ -60,9 +63,9 @@ func (p *part) flush(fs vfs.FS, dir string) error {
 		var f vfs.File
 		var err error
 		if p.resumed {
-			f, err = fs.OpenReadWrite(fs.PathJoin(dir, p.name), "sink-file")
-		} else {
-			f, err = fs.Create(fs.PathJoin(dir, p.name), "sink-file")
+			f, err = s.fs.OpenReadWrite(s.path(p.name), "sink-file")
+		} else if err = s.makeBucket(p.bucket); err == nil {
+			f, err = s.fs.Create(s.path(p.name), "sink-file")
 		}
 		if err != nil {
 			return fmt.Errorf("open %s: %w", p.name, err)
@@ -115,11 +118,11 @@ func (p *part) startWriteBack() {
 
 // finish writes what is buffered, fsyncs and closes the file. On error the
 // part keeps its state and finish may be called again.
-func (p *part) finish(fs vfs.FS, dir string) error {
+func (p *part) finish(s *File) error {
 	if p.state >= partSynced {
 		return nil
 	}
-	if err := p.flush(fs, dir); err != nil {
+	if err := p.flush(s); err != nil {
 		return err
 	}
 	if p.f == nil {

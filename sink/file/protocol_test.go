@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/datadriven"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -20,9 +21,12 @@ import (
 // rolled files renamed into place at commit; an open file cut back to its
 // recorded size at recover) is checked. Commands:
 //
-//	open roll=N [span]     the sink (roll_size N bytes; span: files span
-//	                       checkpoints, else roll_on_checkpoint) and writer 0
-//	write from=A to=B      records A..B-1
+//	open roll=N [span] [hours]
+//	                       the sink (roll_size N bytes; span: files span
+//	                       checkpoints, else roll_on_checkpoint; hours:
+//	                       path_template dt={yyyy-MM-dd}/hour={HH}) and writer 0
+//	write from=A to=B [hour=H]
+//	                       records A..B-1 (of hour H of 2026-01-01)
 //	precommit id=N         PreCommit of barrier N (the asynchronous rest run at once)
 //	end                    EndInput: the next pre-commit rolls the open file
 //	commit                 Commit of every committable so far
@@ -47,7 +51,7 @@ func TestFileOperationsFollowTheDocumentedOrder(t *testing.T) {
 		case "open":
 			var roll int
 			d.ScanArgs(t, "roll", &roll)
-			span := d.HasArg("span")
+			span, hours := d.HasArg("span"), d.HasArg("hours")
 			if s != nil {
 				_ = w.Close()
 				_ = s.Close()
@@ -55,6 +59,9 @@ func TestFileOperationsFollowTheDocumentedOrder(t *testing.T) {
 			}
 			s = newTestFile(t, fs, func(c *Config) {
 				c.RollSize, c.RollOnCheckpoint, c.Writers = config.ByteSize(roll), !span, 1
+				if hours {
+					c.PathTemplate = "dt={yyyy-MM-dd}/hour={HH}"
+				}
 			})
 			w = newTestWriter(t, s, 0)
 			cs = nil
@@ -66,7 +73,19 @@ func TestFileOperationsFollowTheDocumentedOrder(t *testing.T) {
 			var from, to int
 			d.ScanArgs(t, "from", &from)
 			d.ScanArgs(t, "to", &to)
-			writeRange(t, w, from, to)
+			var ts time.Time
+			if d.HasArg("hour") {
+				var h int
+				d.ScanArgs(t, "hour", &h)
+				ts = time.Date(2026, 1, 1, h, 30, 0, 0, time.UTC)
+			}
+			for i := from; i < to; i++ {
+				r := rec(i)
+				r.Timestamp = ts
+				if err := w.Write(ctx, r); err != nil {
+					t.Fatalf("Write(%d): %v", i, err)
+				}
+			}
 		case "precommit":
 			var id int
 			d.ScanArgs(t, "id", &id)

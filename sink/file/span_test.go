@@ -128,10 +128,10 @@ func TestRecoverFailsWhenARestoredOpenFileIsGone(t *testing.T) {
 	restored := preCommit(t, w, 1)
 	_ = w.Close()
 	var fc fileCommittable
-	if err := json.Unmarshal(restored[0].Data, &fc); err != nil || fc.Open == nil {
+	if err := json.Unmarshal(restored[0].Data, &fc); err != nil || len(fc.OpenFiles) != 1 {
 		t.Fatalf("committable %s: want an open file (%v)", restored[0].Data, err)
 	}
-	if err := fs.Remove(fs.PathJoin(testDir, fc.Open.Name)); err != nil {
+	if err := fs.Remove(fs.PathJoin(testDir, fc.OpenFiles[0].Name)); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Recover(ctx, restored); !errors.Is(err, sink.ErrCommitLost) {

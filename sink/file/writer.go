@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/connector-dev/connector/record"
 	"github.com/connector-dev/connector/sink"
 	"github.com/connector-dev/connector/sink/internal/filefmt"
+	"github.com/connector-dev/connector/sink/internal/pathtmpl"
 )
 
 // fileWriter is one worker's writer of a File sink. Write, PreCommit and
@@ -23,13 +25,15 @@ type fileWriter struct {
 	s        *File
 	instance int
 	log      zerolog.Logger
-	first    checkpoint.ID // F of the files it opens: one more than the last barrier
-	seq      int           // files opened since the last barrier
-	cur      *part         // the part taking records, nil until the next Write
-	parts    []*part       // rolled parts not yet handed out in a committable
-	ioErr    error         // I/O failed since the last PreCommit: Write stays off the disk
+	buckets  *pathtmpl.Expander // nil: no path_template, every record in sink.path
+	first    checkpoint.ID      // F of the files it opens: one more than the last barrier
+	seq      int                // files opened since the last barrier
+	open     map[string]*part   // the parts taking records, by bucket
+	writes   uint64             // Writes so far: the parts' last use
+	parts    []*part            // rolled parts not yet handed out in a committable
+	ioErr    error              // I/O failed since the last PreCommit: Write stays off the disk
 	closed   bool
-	ended    bool      // EndInput: the next pre-commit rolls the open part
+	ended    bool      // EndInput: the next pre-commit rolls the open parts
 	batchAt  time.Time // the clock at BeginBatch; zero: read it per Write
 
 	mu       sync.Mutex
@@ -44,30 +48,37 @@ var (
 	_ sink.InputEnder        = (*fileWriter)(nil)
 )
 
-// newFileWriter opens instance's writer; resume, if not nil, is the open
-// file Recover restored for it (cut back to its recorded size), which it
-// goes on writing.
-func newFileWriter(s *File, instance int, after checkpoint.ID, resume *openState) (*fileWriter, error) {
+// newFileWriter opens instance's writer; resume are the open files Recover
+// restored for it (cut back to their recorded sizes), which it goes on
+// writing, each in its bucket.
+func newFileWriter(s *File, instance int, after checkpoint.ID, resume []openState) (*fileWriter, error) {
 	w := &fileWriter{
 		s:        s,
 		instance: instance,
 		log:      s.log.With().Int("writer", instance).Logger(),
 		first:    after + 1,
+		open:     make(map[string]*part, len(resume)),
 	}
-	if resume != nil {
-		ff, err := filefmt.Resume(s.cfg.Format, s.cfg.Parquet, resume.Format)
+	if s.tmpl != nil {
+		w.buckets = s.tmpl.NewExpander()
+	}
+	for _, o := range resume {
+		ff, err := filefmt.Resume(s.cfg.Format, s.cfg.Parquet, o.Format)
 		if err != nil {
-			return nil, fmt.Errorf("file sink writer %d: resume %s: %w", instance, resume.Name, err)
+			return nil, fmt.Errorf("file sink writer %d: resume %s: %w", instance, o.Name, err)
 		}
-		w.cur = &part{name: resume.Name, ff: ff, opened: time.UnixMilli(resume.Opened), resumed: true, dirSynced: true,
-			off: resume.Size, written: resume.Size, counted: &s.bytesWritten}
+		bucket, _ := pathtmpl.Split(o.Name)
+		w.open[bucket] = &part{bucket: bucket, name: o.Name, ff: ff, opened: time.UnixMilli(o.Opened), resumed: true, dirSynced: true,
+			off: o.Size, written: o.Size, counted: &s.bytesWritten}
 	}
 	return w, nil
 }
 
-// Write appends r's value to the current part, rolling it by age and size.
-// I/O errors do not fail Write: the bytes stay buffered and PreCommit
-// reports the error, unless the buffered backlog exceeds its limit.
+// Write appends r's value to the open part of its bucket, rolling it by
+// age and size, and opening it (after rolling the least recently written
+// part, if max_open_files are open) if needed. I/O errors do not fail
+// Write: the bytes stay buffered and PreCommit reports the error, unless
+// the buffered backlog exceeds its limit.
 func (w *fileWriter) Write(_ context.Context, r *record.Record) error {
 	if w.closed {
 		return sink.ErrClosed
@@ -76,34 +87,45 @@ func (w *fileWriter) Write(_ context.Context, r *record.Record) error {
 	if now.IsZero() {
 		now = w.s.cfg.Now()
 	}
+	var bucket []byte
+	if w.buckets != nil {
+		bucket = w.buckets.Expand(r.Timestamp, r.Value)
+	}
+	p := w.open[string(bucket)]
 	// Old, or full since a pre-commit flushed its format's buffered rows.
-	if w.cur != nil && (w.old(w.cur, now) || w.cur.size() >= int64(w.s.cfg.RollSize)) {
-		if err := w.roll(); err != nil {
+	if p != nil && (w.old(p, now) || p.size() >= int64(w.s.cfg.RollSize)) {
+		if err := w.roll(p); err != nil {
+			return err
+		}
+		p = nil
+	}
+	opened := p == nil
+	if opened {
+		var err error
+		if p, err = w.openPart(string(bucket), now); err != nil {
 			return err
 		}
 	}
-	if w.cur == nil {
-		ff, err := filefmt.New(w.s.cfg.Format, w.s.cfg.Parquet)
-		if err != nil {
-			return fmt.Errorf("file sink writer %d: %w", w.instance, err)
-		}
-		w.cur = &part{name: w.s.names.inProgressName(w.instance, w.first, w.seq), ff: ff, opened: now, counted: &w.s.bytesWritten}
-		w.seq++
-	}
+	w.writes++
+	p.used = w.writes
 	var err error
-	if w.cur.buf, err = w.cur.ff.Append(w.cur.buf, r.Value); err != nil {
+	if p.buf, err = p.ff.Append(p.buf, r.Value); err != nil {
+		if opened {
+			delete(w.open, p.bucket) // nothing taken: no file
+			w.seq--
+		}
 		return fmt.Errorf("file sink: %s/%d@%d: %w", r.Topic, r.Partition, r.Offset, err)
 	}
 	// The bytes in the file count, not the rows a format buffers (their
 	// encoded size is unknown until flushed, and compressed): a Parquet
 	// file rolls once its row groups reach roll_size, so files are at
 	// least roll_size.
-	if w.cur.size() >= int64(w.s.cfg.RollSize) {
-		if err := w.roll(); err != nil {
+	if p.size() >= int64(w.s.cfg.RollSize) {
+		if err := w.roll(p); err != nil {
 			return err
 		}
-	} else if len(w.cur.buf) >= fileBufferSize && w.ioErr == nil {
-		if err := w.cur.flush(w.s.fs, w.s.cfg.Path); err != nil {
+	} else if len(p.buf) >= fileBufferSize && w.ioErr == nil {
+		if err := p.flush(w.s); err != nil {
 			w.ioFailed(err)
 		}
 	}
@@ -111,6 +133,31 @@ func (w *fileWriter) Write(_ context.Context, r *record.Record) error {
 		return fmt.Errorf("file sink writer %d: %w: %d bytes buffered since: %w", w.instance, sink.ErrNotDurable, w.backlog(), w.ioErr)
 	}
 	return nil
+}
+
+// openPart opens the part of bucket, first rolling the least recently
+// written parts while max_open_files are open.
+func (w *fileWriter) openPart(bucket string, now time.Time) (*part, error) {
+	for len(w.open) >= w.s.cfg.MaxOpenFiles {
+		var lru *part
+		for _, p := range w.open {
+			if lru == nil || p.used < lru.used {
+				lru = p
+			}
+		}
+		if err := w.roll(lru); err != nil {
+			return nil, err
+		}
+	}
+	ff, err := filefmt.New(w.s.cfg.Format, w.s.cfg.Parquet)
+	if err != nil {
+		return nil, fmt.Errorf("file sink writer %d: %w", w.instance, err)
+	}
+	name := pathtmpl.Join(bucket, w.s.names.inProgressName(w.instance, w.first, w.seq))
+	p := &part{bucket: bucket, name: name, ff: ff, opened: now, counted: &w.s.bytesWritten}
+	w.seq++
+	w.open[bucket] = p
+	return p, nil
 }
 
 // old reports whether p reached roll_age at now.
@@ -123,15 +170,14 @@ func (w *fileWriter) old(p *part, now time.Time) bool {
 // became old.
 func (w *fileWriter) BeginBatch() { w.batchAt = w.s.cfg.Now() }
 
-// roll closes the current part (synced now if the disk is healthy, else at
+// roll closes the open part p (synced now if the disk is healthy, else at
 // the next PreCommit). An error is the format's: the part cannot be closed.
-func (w *fileWriter) roll() error {
-	p, err := w.rollLater()
-	if err != nil {
+func (w *fileWriter) roll(p *part) error {
+	if err := w.rollLater(p); err != nil {
 		return err
 	}
 	if w.ioErr == nil {
-		if err := p.finish(w.s.fs, w.s.cfg.Path); err != nil {
+		if err := p.finish(w.s); err != nil {
 			w.ioFailed(err)
 		}
 	}
@@ -148,31 +194,40 @@ func (w *fileWriter) backlog() int {
 	for _, p := range w.parts {
 		n += len(p.buf)
 	}
-	if w.cur != nil {
-		n += len(w.cur.buf)
+	for _, p := range w.open {
+		n += len(p.buf)
 	}
 	return n
 }
 
-// rollLater closes the current part without syncing it: its format's last
+// rollLater closes the open part p without syncing it: its format's last
 // bytes (a Parquet footer) go to its buffer. A format that fails leaves
 // the part open, and the writer failed: the task restarts from the last
 // checkpoint.
-func (w *fileWriter) rollLater() (*part, error) {
-	p := w.cur
+func (w *fileWriter) rollLater(p *part) error {
 	var err error
 	if p.buf, err = p.ff.Close(p.buf); err != nil {
-		return nil, fmt.Errorf("file sink writer %d: close %s: %w", w.instance, p.name, err)
+		return fmt.Errorf("file sink writer %d: close %s: %w", w.instance, p.name, err)
 	}
-	w.cur = nil
+	delete(w.open, p.bucket)
 	p.state = partRolled
 	w.parts = append(w.parts, p)
-	return p, nil
+	return nil
+}
+
+// sortedOpen returns the open parts in the order of their names.
+func (w *fileWriter) sortedOpen() []*part {
+	out := make([]*part, 0, len(w.open))
+	for _, p := range w.open {
+		out = append(out, p)
+	}
+	slices.SortFunc(out, func(a, b *part) int { return strings.Compare(a.name, b.name) })
+	return out
 }
 
 // PreCommit makes everything written so far durable and returns the
 // committables not yet Committed: the rolled files of n (if any) and those
-// carried over, and the open file's durable size. It is PreCommitAsync
+// carried over, and the open files' durable sizes. It is PreCommitAsync
 // with its finish run at once; on failure the rolled parts stay with the
 // writer (and count towards its backlog) for the next pre-commit.
 func (w *fileWriter) PreCommit(ctx context.Context, id checkpoint.ID) ([]sink.Committable, error) {
@@ -189,40 +244,43 @@ func (w *fileWriter) PreCommit(ctx context.Context, id checkpoint.ID) ([]sink.Co
 	return cs, nil
 }
 
-// PreCommitAsync is PreCommit with the fsyncs left to finish. It rolls the
-// open part when roll_on_checkpoint is set, the input ended or the part
-// reached roll_age (so that a quiet input's last records become visible
-// without waiting for the next record), and else
-// writes its buffer out (its fsync is finish's). The rolled parts it closes
-// off leave the writer: only finish touches them, and a failed finish hands
-// them back for the next pre-commit. Committed names are given here, so a
-// file keeps its name however many pre-commits it takes to stage it.
+// PreCommitAsync is PreCommit with the fsyncs left to finish. It rolls
+// each open part when roll_on_checkpoint is set, the input ended or the
+// part reached roll_age (so that a quiet bucket's last records become
+// visible without waiting for its next record), and else writes its
+// buffer out (its fsync is finish's). The rolled parts it closes off leave
+// the writer: only finish touches them, and a failed finish hands them
+// back for the next pre-commit. Committed names are given here, so a file
+// keeps its name however many pre-commits it takes to stage it.
 func (w *fileWriter) PreCommitAsync(_ context.Context, id checkpoint.ID) (func() ([]sink.Committable, error), error) {
 	if w.closed {
 		return nil, sink.ErrClosed
 	}
 	w.takeReturned()
-	if w.cur != nil && (w.s.cfg.RollOnCheckpoint || w.ended || w.old(w.cur, w.s.cfg.Now())) {
-		if _, err := w.rollLater(); err != nil {
-			return nil, err
+	now := w.s.cfg.Now()
+	for _, p := range w.sortedOpen() {
+		if w.s.cfg.RollOnCheckpoint || w.ended || w.old(p, now) {
+			if err := w.rollLater(p); err != nil {
+				return nil, err
+			}
 		}
 	}
-	open := w.cur
-	var state *openState
-	if open != nil {
+	var open []*part
+	var states []openState
+	for _, p := range w.sortedOpen() {
 		var err error
-		if open.buf, err = open.ff.Flush(open.buf); err != nil {
+		if p.buf, err = p.ff.Flush(p.buf); err != nil {
 			return nil, fmt.Errorf("file sink writer %d pre-commit %d: %w", w.instance, id, err)
 		}
-		if err := open.flush(w.s.fs, w.s.cfg.Path); err != nil {
+		if err := p.flush(w.s); err != nil {
 			w.ioFailed(err)
 			return nil, fmt.Errorf("file sink writer %d pre-commit %d: %w: %w", w.instance, id, sink.ErrNotDurable, err)
 		}
-		if open.f == nil && !open.resumed {
-			open = nil // no record made it into the file yet: nothing to record
-		} else {
-			state = &openState{Name: open.name, Size: open.off, Opened: open.opened.UnixMilli(), Format: open.ff.State()}
+		if p.f == nil && !p.resumed {
+			continue // no record made it into the file yet: nothing to record
 		}
+		open = append(open, p)
+		states = append(states, openState{Name: p.name, Size: p.off, Opened: p.opened.UnixMilli(), Format: p.ff.State()})
 	}
 	w.ioErr = nil
 	w.first, w.seq = id+1, 0
@@ -231,7 +289,7 @@ func (w *fileWriter) PreCommitAsync(_ context.Context, id checkpoint.ID) (func()
 	var rolled []rename
 	for i, p := range staged {
 		if p.final == "" {
-			p.final = w.s.names.finalName(w.instance, id, i)
+			p.final = pathtmpl.Join(p.bucket, w.s.names.finalName(w.instance, id, i))
 		}
 		rolled = append(rolled, rename{From: p.name, To: p.final})
 	}
@@ -241,13 +299,13 @@ func (w *fileWriter) PreCommitAsync(_ context.Context, id checkpoint.ID) (func()
 		w.carried = append(w.carried, w.s.names.encode(id, w.instance, fileCommittable{Rolled: rolled}))
 	}
 	cs := slices.Clone(w.carried)
-	if state != nil {
-		cs = append(cs, w.s.names.encode(id, w.instance, fileCommittable{Open: state}))
+	if len(states) > 0 {
+		cs = append(cs, w.s.names.encode(id, w.instance, fileCommittable{OpenFiles: states}))
 	}
 	finish := func() ([]sink.Committable, error) {
 		err := stage(w.s, staged, open)
 		if err == nil {
-			w.log.Debug().Uint64("checkpoint", uint64(id)).Int("rolled", len(staged)).Bool("open", open != nil).Msg("pre-committed")
+			w.log.Debug().Uint64("checkpoint", uint64(id)).Int("rolled", len(staged)).Int("open", len(open)).Msg("pre-committed")
 			return cs, nil
 		}
 		w.mu.Lock()
@@ -260,7 +318,7 @@ func (w *fileWriter) PreCommitAsync(_ context.Context, id checkpoint.ID) (func()
 	return finish, nil
 }
 
-// EndInput makes the next pre-commit roll the open part: the job stops
+// EndInput makes the next pre-commit roll the open parts: the job stops
 // after that checkpoint, and all its output becomes visible.
 func (w *fileWriter) EndInput() { w.ended = true }
 
@@ -276,34 +334,38 @@ func (w *fileWriter) takeReturned() {
 }
 
 // stage makes every rolled part durable and closes it, fsyncs the open
-// part (nil for none), and fsyncs the directory if a file's name in it is
-// not yet durable.
-func stage(s *File, parts []*part, open *part) error {
-	fs, dir := s.fs, s.cfg.Path
-	dirty := false
+// parts, and fsyncs each directory in which a file's name is not yet
+// durable (a bucket directory's own entry was made durable when it was
+// created).
+func stage(s *File, parts []*part, open []*part) error {
+	var dirs []string
 	for _, p := range parts {
-		if err := p.finish(fs, dir); err != nil {
+		if err := p.finish(s); err != nil {
 			return err
 		}
-		dirty = dirty || !p.dirSynced
+		if !p.dirSynced {
+			dirs = append(dirs, p.bucket)
+		}
 	}
-	if open != nil {
-		if err := open.syncOpen(); err != nil {
+	for _, p := range open {
+		if err := p.syncOpen(); err != nil {
 			return err
 		}
-		dirty = dirty || !open.dirSynced
+		if !p.dirSynced {
+			dirs = append(dirs, p.bucket)
+		}
 	}
-	if !dirty {
-		return nil
-	}
-	if err := fsutil.SyncDir(fs, dir); err != nil {
-		return err
+	slices.Sort(dirs)
+	for _, d := range slices.Compact(dirs) {
+		if err := fsutil.SyncDir(s.fs, s.path(d)); err != nil {
+			return err
+		}
 	}
 	for _, p := range parts {
 		p.dirSynced = true
 	}
-	if open != nil {
-		open.dirSynced = true
+	for _, p := range open {
+		p.dirSynced = true
 	}
 	return nil
 }
@@ -325,10 +387,8 @@ func (w *fileWriter) Close() error {
 	defer w.s.release(w.instance)
 	w.takeReturned()
 	var errs []error
-	for _, p := range append(w.parts, w.cur) {
-		if p != nil {
-			errs = append(errs, p.abandon())
-		}
+	for _, p := range append(w.parts, w.sortedOpen()...) {
+		errs = append(errs, p.abandon())
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("file sink writer %d close: %w", w.instance, err)

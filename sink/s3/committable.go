@@ -14,8 +14,8 @@ import (
 // pre-commit of checkpoint n recorded (see the package documentation).
 //
 //	{"complete": [{"key", "upload", "token", "size", "parts": [{"n", "etag", "size"}]}],
-//	 "open": {"key", "upload", "token", "opened", "size", "parts": [...],
-//	          "tail": [{"key", "off", "len"}], "format": {"parquet", "schema"}}}
+//	 "open_objects": [{"key", "upload", "token", "opened", "size", "parts": [...],
+//	                   "tail": [{"key", "off", "len"}], "format": {"parquet", "schema"}}]}
 //
 // A writer with nothing open and nothing rolled still returns one, empty
 // ({}), so that the checkpoint tells Recover the last barrier (names after a
@@ -24,8 +24,12 @@ type committable struct {
 	// Complete are the objects that rolled since the writer's previous
 	// pre-commit: Commit completes them.
 	Complete []completeRec `json:"complete,omitempty"`
-	// Open is the writer's open object as it stood at the barrier: Recover
-	// resumes it (or completes it, for a writer the job no longer has).
+	// Opens are the writer's open objects (one per bucket) as they stood
+	// at the barrier: Recover resumes them (or completes them, for a
+	// writer the job no longer has).
+	Opens []*openRec `json:"open_objects,omitempty"`
+	// Open is what versions before path_template recorded: the one open
+	// object. decode moves it to Opens.
 	Open *openRec `json:"open,omitempty"`
 }
 
@@ -67,7 +71,7 @@ type deltaRec struct {
 	Len int64  `json:"len"`
 }
 
-func (c committable) empty() bool { return len(c.Complete) == 0 && c.Open == nil }
+func (c committable) empty() bool { return len(c.Complete) == 0 && len(c.Opens) == 0 && c.Open == nil }
 
 func partsSize(parts []partRec) int64 {
 	var n int64
@@ -87,7 +91,8 @@ func encodeCommittable(id checkpoint.ID, writer int, c committable) sink.Committ
 
 // decode reads c, refusing what this job's writer c.Writer cannot have
 // written: another job's keys, parts out of order, deltas that do not hold
-// exactly the tail.
+// exactly the tail, two open objects in one bucket. A former single open
+// object is returned in Opens.
 func (n names) decode(c sink.Committable) (committable, error) {
 	var d committable
 	bad := func(format string, args ...any) (committable, error) {
@@ -95,6 +100,10 @@ func (n names) decode(c sink.Committable) (committable, error) {
 	}
 	if err := json.Unmarshal(c.Data, &d); err != nil {
 		return bad("%v", err)
+	}
+	if d.Open != nil {
+		d.Opens = append([]*openRec{d.Open}, d.Opens...)
+		d.Open = nil
 	}
 	own := func(key string) bool {
 		_, w, _, ok := n.parseObject(key)
@@ -108,13 +117,22 @@ func (n names) decode(c sink.Committable) (committable, error) {
 			return bad("object %s: no upload, or parts that are not 1..k adding up to its size %d", o.Key, o.Size)
 		}
 	}
-	if o := d.Open; o != nil {
+	inBucket := map[string]bool{}
+	for _, o := range d.Opens {
+		if o == nil {
+			return bad("an open object is null")
+		}
 		if !own(o.Key) {
 			return bad("%q is not an object of job %q writer %d", o.Key, n.job, c.Writer)
 		}
 		if o.Upload == "" || !numbered(o.Parts) {
 			return bad("open object %s: no upload, or parts that are not 1..k", o.Key)
 		}
+		bucket := n.bucket(o.Key)
+		if inBucket[bucket] {
+			return bad("two open objects in bucket %q", bucket)
+		}
+		inBucket[bucket] = true
 		base := n.base(o.Key)
 		end := partsSize(o.Parts)
 		for i, t := range o.Tail {

@@ -14,6 +14,7 @@ import (
 	"github.com/connector-dev/connector/internal/spec"
 	"github.com/connector-dev/connector/sink"
 	"github.com/connector-dev/connector/sink/internal/filefmt"
+	"github.com/connector-dev/connector/sink/internal/pathtmpl"
 )
 
 func init() {
@@ -69,9 +70,18 @@ type Config struct {
 	// RollAge completes an object once it is this old (at the next Write or
 	// pre-commit); zero disables rolling by age.
 	RollAge time.Duration `yaml:"roll_age" default:"1m" doc:"...or this age, whichever comes first (0: never by age)"`
-	// RollOnCheckpoint rolls the open object at every pre-commit: output
-	// visible at every checkpoint, one object per checkpoint and writer.
-	RollOnCheckpoint bool `yaml:"roll_on_checkpoint" doc:"roll the open object at every checkpoint (small objects, visible sooner)"`
+	// RollOnCheckpoint rolls the open objects at every pre-commit: output
+	// visible at every checkpoint, one object per checkpoint, writer and
+	// bucket.
+	RollOnCheckpoint bool `yaml:"roll_on_checkpoint" doc:"roll the open objects at every checkpoint (small objects, visible sooner)"`
+	// PathTemplate puts each record's object under a bucket of keys below
+	// <prefix><job>/, expanded from the record's time and fields (package
+	// sink/internal/pathtmpl); empty: every object directly under it.
+	PathTemplate string `yaml:"path_template" doc:"key path of each record's object under <prefix><job>/: literal text, {yyyy-MM-dd}-style patterns of yyyy, MM, dd, HH, mm (the record's Kafka timestamp, UTC) and {field:a.b} (a JSON field of the value; __missing__ without one), e.g. dt={yyyy-MM-dd}/hour={HH}; empty: none"`
+	// MaxOpenFiles bounds the objects a writer keeps open, one per
+	// bucket: a record of a new bucket beyond it rolls the least recently
+	// written one first. Each open object buffers up to a part in memory.
+	MaxOpenFiles int `yaml:"max_open_files" default:"32" doc:"open objects per writer, one per bucket of path_template, each buffering up to part_size; a new bucket beyond it rolls the least recently written object"`
 
 	// Job is the job name, in every key. Letters, digits, '.', '_' and
 	// '-', at most 100.
@@ -143,6 +153,10 @@ const (
 	maxRollAge = 7 * 24 * time.Hour
 )
 
+// maxOpenFiles bounds max_open_files: each open object holds up to a part
+// in memory.
+const maxOpenFiles = 4096
+
 var validJob = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`)
 
 // Validate reports every unusable value under its key.
@@ -176,6 +190,9 @@ func (c *Config) Validate(p *spec.Problems) {
 	}
 	spec.NotNegative(p, "roll_age", c.RollAge)
 	spec.AtMost(p, "roll_age", c.RollAge, maxRollAge)
+	pathtmpl.Check(p, "path_template", c.PathTemplate)
+	spec.Positive(p, "max_open_files", c.MaxOpenFiles)
+	spec.AtMost(p, "max_open_files", c.MaxOpenFiles, maxOpenFiles)
 }
 
 // parseEndpoint splits an endpoint URL into host[:port] and TLS.

@@ -103,7 +103,7 @@ func TestCredentialsComeFromTheEnvironment(t *testing.T) {
 
 func TestNamesParseWhatTheyMake(t *testing.T) {
 	n := newNames("out/", "a.b-c", "jsonl")
-	key, base := n.objectKey(42, 3, 7)
+	key, base := n.objectKey("", 42, 3, 7)
 	if key != "out/a.b-c/part-a.b-c-000000000042-w3-7.jsonl" || base != "part-a.b-c-000000000042-w3-7.jsonl" {
 		t.Fatalf("objectKey = %q, %q", key, base)
 	}
@@ -116,7 +116,7 @@ func TestNamesParseWhatTheyMake(t *testing.T) {
 	}
 	// Another job's keys are not this job's, even with a shared prefix.
 	other := newNames("out/", "a.b-c-w1", "jsonl")
-	k2, _ := other.objectKey(42, 3, 7)
+	k2, _ := other.objectKey("", 42, 3, 7)
 	if _, _, _, ok := n.parseObject(k2); ok {
 		t.Fatalf("%q parsed as job a.b-c's", k2)
 	}

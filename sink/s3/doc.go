@@ -5,18 +5,24 @@
 //
 // # Keys
 //
-//	<prefix><job>/part-<job>-<F>-w<writer>-<seq>.<ext>     an object (visible once completed)
-//	<prefix>_connector/<job>/tails/<object name>/<n>       a delta: tail bytes pre-committed at n
+//	<prefix><job>/[<bucket>/]part-<job>-<F>-w<writer>-<seq>.<ext>   an object (visible once completed)
+//	<prefix>_connector/<job>/tails/<object name>/<n>                a delta: tail bytes pre-committed at n
 //
-// F (12 digits) is the first checkpoint whose records the object holds:
-// its writer's last barrier + 1 when it opened the object; seq counts the
-// objects the writer opened since that barrier; ext is the format (jsonl,
-// raw or parquet: see Formats). Names sort by time. A key is
-// fixed when its object opens and recorded in every checkpoint until the
-// object is complete, so a commit after a restart names the same key.
-// After a restart new names start after the restored checkpoint (every
-// writer's pre-commit records its barrier, even with nothing written) and
-// after every visible object of the job.
+// bucket is the record's key path by path_template (package
+// sink/internal/pathtmpl: dt={yyyy-MM-dd}/hour={HH} from the record's
+// Kafka timestamp in UTC, country={field:address.country} from its JSON
+// value: Hive-style partitions for a data lake); none without one. F (12
+// digits) is the first checkpoint whose records the object holds: its
+// writer's last barrier + 1 when it opened the object; seq counts the
+// objects the writer opened since that barrier, in any bucket, so the
+// object name (the key's last part) is unique in the job and names its
+// deltas alone; ext is the format (jsonl, raw or parquet: see Formats).
+// Names sort by time within a bucket. A key is fixed when its object opens
+// and recorded in every checkpoint until the object is complete, so a
+// commit after a restart names the same key. After a restart new names
+// start after the restored checkpoint (every writer's pre-commit records
+// its barrier, even with nothing written) and after every visible object
+// of the job.
 //
 // Visibility rule: the objects under <prefix><job>/ are the output; each is
 // complete and immutable, and together they hold only records of completed
@@ -26,39 +32,48 @@
 //
 // # Writing and what a checkpoint records
 //
-// A writer's open object is a multipart upload. Records accumulate in
-// memory; each time part_size bytes are buffered they are handed to the
-// writer's uploader goroutine as the next part (Write waits while one part
-// is queued already). An object rolls by roll_size, by roll_age (at a
-// Write or pre-commit), at every pre-commit with roll_on_checkpoint, and
-// at the pre-commit after EndInput (the job's final checkpoint): its
-// buffered bytes become its last part, which may be small.
+// A writer keeps one open object per bucket (at most max_open_files; a
+// record of a new bucket beyond it rolls the least recently written one),
+// each a multipart upload. Records accumulate in memory, per object; each
+// time part_size bytes are buffered they are handed to the writer's
+// uploader goroutine as the next part (Write waits while one part is
+// queued already): a writer holds up to max_open_files times part_size in
+// buffers. An object rolls by roll_size, by roll_age (at a Write to it or
+// a pre-commit), at every pre-commit with roll_on_checkpoint, and at the
+// pre-commit after EndInput (the job's final checkpoint): its buffered
+// bytes become its last part, which may be small.
 //
 // PreCommit(n) (asynchronous: sink.AsyncPreCommitter) queues barrier n
 // behind the parts handed over; when the uploader reaches it, those parts
-// are uploaded and the open object's bytes new since the last successful
+// are uploaded and each open object's bytes new since the last successful
 // pre-commit are uploaded as a delta object (once an object's tail is in
-// 16 deltas, the next holds the whole tail instead). The committable of n for the writer
-// records (see committable.go):
+// 16 deltas, the next holds the whole tail instead). The committable of n
+// for the writer records (see committable.go):
 //
-//   - open: the open object's key, upload id, token, open time (roll_age
-//     after a restart), size, parts (number, ETag, size), the deltas
-//     (key, offset, length) holding the bytes after the last part, and its
-//     format's state (parquet: the row groups in those bytes, and the
-//     schema);
+//   - open_objects: each open object's key, upload id, token, open time
+//     (roll_age after a restart), size, parts (number, ETag, size), the
+//     deltas (key, offset, length) holding the bytes after the last part,
+//     and its format's state (parquet: the row groups in those bytes, and
+//     the schema);
 //   - complete: each object that rolled since the last pre-commit: key,
 //     upload id, token, size and all its parts.
 //
+// Checkpoints written before path_template recorded one open object as
+// "open"; Recover still reads it. Decoding refuses keys that are not this
+// job's writer's, in a bucket a template cannot make, and two open objects
+// in one bucket.
+//
 // Committables of failed checkpoints are carried to the next pre-commit
-// (their open state, superseded, dropped). Commit completes the objects to
-// complete, each with CompleteMultipartUpload and If-None-Match: *, then
-// deletes their deltas. Recover completes the restored ones the same way,
-// resumes each writer's open object from its recorded parts and deltas
-// (parts uploaded after the checkpoint are overwritten by number; a
+// (their open states, superseded, dropped). Commit completes the objects
+// to complete, each with CompleteMultipartUpload and If-None-Match: *,
+// then deletes their deltas. Recover completes the restored ones the same
+// way, resumes each writer's open objects from their recorded parts and
+// deltas (parts uploaded after the checkpoint are overwritten by number; a
 // complete names its parts by ETag, so a stray part is never included), or
-// completes it if the job has fewer writers now or its format cannot go
-// on (see Formats), and aborts every upload and deletes every delta of the
-// job that the checkpoint does not need.
+// completes them if the job has fewer writers now or the format cannot go
+// on (see Formats), and aborts every upload (listed under <prefix><job>/,
+// buckets included) and deletes every delta of the job that the checkpoint
+// does not need.
 //
 // # Formats
 //
@@ -104,8 +119,10 @@
 // slipping in.
 //
 // Recover never aborts an upload that a restored committable references.
-// CommittedAfter(id) lists the visible objects whose F is after id; an
-// object that spans id (F <= id, completed after id) is not listed, but
+// CommittedAfter(id) lists the visible objects whose F is after id, in
+// every bucket (the keys of buckets that sort before "part-" in full, the
+// rest from the first name after id on; no bucket starts with "part-");
+// an object that spans id (F <= id, completed after id) is not listed, but
 // Recover finds it (an object recorded open is visible, bigger) and
 // refuses to restore id unless checkpoint.on_unrestorable is fall_back.
 //
@@ -134,7 +151,8 @@
 // (NoSuchUpload) fails the task (sink.ErrLost): its parts are gone, the job
 // restarts from its last checkpoint. Write fails with ErrNotDurable once
 // more than max(64 MiB, 4 part_size) wait for upload (the memory of a
-// writer: that, its buffer, and with parquet up to row_group_size of rows). Recover retries
+// writer: that, the buffer of each open object, and with parquet up to
+// row_group_size of rows each). Recover retries
 // while S3 does not answer. New checks the bucket: a missing bucket or
 // refused credentials is sink.ErrInvalidConfig, naming bucket and
 // endpoint. Credentials: access_key_id and secret_access_key (never

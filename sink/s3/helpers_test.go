@@ -172,7 +172,8 @@ func assertExactlyOnce(t *testing.T, f *fakeS3, want []int) {
 }
 
 // decodeAll decodes committables (without checking them: see
-// names.decode).
+// names.decode). For the tests' convenience, Open is set to the only open
+// object when there is exactly one.
 func decodeAll(t *testing.T, cs []sink.Committable) []committable {
 	t.Helper()
 	var out []committable
@@ -180,6 +181,12 @@ func decodeAll(t *testing.T, cs []sink.Committable) []committable {
 		var d committable
 		if err := json.Unmarshal(c.Data, &d); err != nil {
 			t.Fatalf("decode: %v", err)
+		}
+		if d.Open != nil {
+			t.Fatalf("committable %s records an open object in the former field", c.Data)
+		}
+		if len(d.Opens) == 1 {
+			d.Open = d.Opens[0]
 		}
 		out = append(out, d)
 	}

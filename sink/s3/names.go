@@ -6,16 +6,19 @@ import (
 	"strconv"
 
 	"github.com/connector-dev/connector/checkpoint"
+	"github.com/connector-dev/connector/sink/internal/pathtmpl"
 )
 
 // Keys (see the package documentation):
 //
-//	<prefix><job>/part-<job>-<F>-w<writer>-<seq>.<ext>          an object, visible once completed
-//	<prefix>_connector/<job>/tails/<object name>/<n>            a delta: tail bytes pre-committed at n
+//	<prefix><job>/[<bucket>/]part-<job>-<F>-w<writer>-<seq>.<ext>   an object, visible once completed
+//	<prefix>_connector/<job>/tails/<object name>/<n>                a delta: tail bytes pre-committed at n
 //
+// bucket is the record's directory by path_template (none without one),
 // F (12 digits) is the first checkpoint whose records the object holds,
-// seq counts the objects its writer opened since barrier F-1, n (12
-// digits) is the barrier whose pre-commit wrote the delta.
+// seq counts the objects its writer opened since barrier F-1 (in any
+// bucket, so the object name alone is unique in the job), n (12 digits)
+// is the barrier whose pre-commit wrote the delta.
 type names struct {
 	job, ext string
 	dir      string         // <prefix><job>/: the job's visible objects
@@ -24,26 +27,38 @@ type names struct {
 	delta    *regexp.Regexp // a key of a delta of this job
 }
 
+// bucketPattern matches what pathtmpl.ValidDir accepts.
+const bucketPattern = `[A-Za-z0-9=-][A-Za-z0-9._=-]*(?:/[A-Za-z0-9=-][A-Za-z0-9._=-]*)*`
+
 func newNames(prefix, job, ext string) names {
 	dir := prefix + job + "/"
 	tails := prefix + "_connector/" + job + "/tails/"
 	base := `part-` + regexp.QuoteMeta(job) + `-(\d{12,})-w(\d+)-(\d+)\.(?:jsonl|raw|parquet)`
 	return names{
 		job: job, ext: ext, dir: dir, tails: tails,
-		object: regexp.MustCompile(`^` + regexp.QuoteMeta(dir) + base + `$`),
+		object: regexp.MustCompile(`^` + regexp.QuoteMeta(dir) + `(?:` + bucketPattern + `/)?` + base + `$`),
 		delta:  regexp.MustCompile(`^` + regexp.QuoteMeta(tails) + `(` + base + `)/\d{12,}$`),
 	}
 }
 
 // objectKey is the key of writer's seq-th object opened after barrier
-// first-1, and its base name (the part after the job's directory).
-func (n names) objectKey(first checkpoint.ID, writer, seq int) (key, base string) {
+// first-1, in bucket ("": none), and its name (the last part of the key).
+func (n names) objectKey(bucket string, first checkpoint.ID, writer, seq int) (key, base string) {
 	base = fmt.Sprintf("part-%s-%012d-w%d-%d.%s", n.job, first, writer, seq, n.ext)
-	return n.dir + base, base
+	return n.dir + pathtmpl.Join(bucket, base), base
 }
 
-// base returns the name of an object key of this job within its directory.
-func (n names) base(key string) string { return key[len(n.dir):] }
+// base returns the name of an object key of this job (after its bucket).
+func (n names) base(key string) string {
+	_, base := pathtmpl.Split(key[len(n.dir):])
+	return base
+}
+
+// bucket returns the bucket of an object key of this job ("": none).
+func (n names) bucket(key string) string {
+	bucket, _ := pathtmpl.Split(key[len(n.dir):])
+	return bucket
+}
 
 // deltaDir is the common prefix of the deltas of the object named base.
 func (n names) deltaDir(base string) string { return n.tails + base + "/" }
@@ -80,7 +95,9 @@ func (n names) deltaObject(key string) (base string, ok bool) {
 }
 
 // firstAfter is the ListObjects start-after key from which the job's
-// objects with F > id are listed (names sort by F).
+// objects outside buckets with F > id are listed (names sort by F).
+// Buckets sort by their names: those before "part-" precede it, the others
+// follow (none starts with "part-": pathtmpl refuses it).
 func (n names) firstAfter(id checkpoint.ID) string {
 	return fmt.Sprintf("%spart-%s-%012d-~", n.dir, n.job, id) // after every F = id key: '~' > 'w'
 }

@@ -30,13 +30,14 @@ type resumed struct {
 // committables are restored, retrying while S3 does not answer:
 //
 //  1. completes the objects the committables name as rolled (as Commit);
-//  2. takes each writer's newest open object: a writer the job still has
-//     (index < pipeline.parallelism) resumes it in NewWriter, its tail read
-//     back from its deltas and its format (a Parquet file's row groups)
-//     from its recorded state; for a writer it no longer has, or when the
-//     format or the parquet schema changed since the object was begun, it
-//     completes it now, its tail and its format's last bytes (a Parquet
-//     footer, from the recorded state) uploaded as the last part;
+//  2. takes each writer's newest open objects (one per bucket): a writer
+//     the job still has (index < pipeline.parallelism) resumes them in
+//     NewWriter, each tail read back from its deltas and its format (a
+//     Parquet file's row groups) from its recorded state; for a writer it
+//     no longer has, or when the format or the parquet schema changed
+//     since the object was begun, it completes them now, the tail and the
+//     format's last bytes (a Parquet footer, from the recorded state)
+//     uploaded as the last part;
 //  3. aborts every multipart upload of the job that no restored
 //     committable references (begun after the checkpoint: the source
 //     replays its records), and deletes every delta that no resumed object
@@ -57,11 +58,11 @@ func (s *Sink) Recover(ctx context.Context, restored []sink.Committable) error {
 }
 
 func (s *Sink) recover(ctx context.Context, restored []sink.Committable) error {
-	type openAt struct {
-		at  checkpoint.ID
-		rec *openRec
+	type opensAt struct {
+		at   checkpoint.ID
+		recs []*openRec
 	}
-	newest := map[int]openAt{}
+	newest := map[int]opensAt{}
 	uploads := map[string]bool{} // every upload a restored committable references
 	var last checkpoint.ID
 	for _, c := range restored {
@@ -73,49 +74,36 @@ func (s *Sink) recover(ctx context.Context, restored []sink.Committable) error {
 		for _, o := range d.Complete {
 			uploads[o.Upload] = true
 		}
-		if o := d.Open; o != nil {
+		for _, o := range d.Opens {
 			uploads[o.Upload] = true
-			if cur, ok := newest[c.Writer]; !ok || c.Checkpoint >= cur.at {
-				newest[c.Writer] = openAt{c.Checkpoint, o}
-			}
+		}
+		if cur, ok := newest[c.Writer]; len(d.Opens) > 0 && (!ok || c.Checkpoint >= cur.at) {
+			newest[c.Writer] = opensAt{c.Checkpoint, d.Opens}
 		}
 	}
 	if err := s.Commit(ctx, restored); err != nil {
 		return fmt.Errorf("s3 sink recover: %w", err)
 	}
-	resume := map[int]*resumed{}
+	resume := map[int][]*resumed{}
 	keep := map[string]bool{} // deltas of resumed objects
-	completed := 0
+	completed, resumedN := 0, 0
 	for _, w := range slices.Sorted(maps.Keys(newest)) {
-		o := newest[w]
-		why := fmt.Sprintf("the job has %d writers now", s.cfg.Parallelism)
-		if w < s.cfg.Parallelism {
-			ff, err := filefmt.Resume(s.cfg.Format, s.cfg.Parquet, o.rec.Format)
-			if err == nil {
-				r, err := s.resumeOpen(ctx, w, o.at, o.rec, ff)
-				if err != nil {
-					return fmt.Errorf("s3 sink recover: writer %d: %w", w, err)
-				}
-				if r != nil {
-					resume[w] = r
-					for _, d := range o.rec.Tail {
-						keep[d.Key] = true
-					}
-				}
-				continue
+		at := newest[w].at
+		for _, o := range newest[w].recs {
+			r, did, err := s.restoreOpen(ctx, w, at, o)
+			if err != nil {
+				return err
 			}
-			if !errors.Is(err, filefmt.ErrSchemaChanged) {
-				return fmt.Errorf("s3 sink recover: writer %d: open object %s: %w", w, o.rec.Key, err)
+			if r != nil {
+				resume[w] = append(resume[w], r)
+				resumedN++
+				for _, d := range o.Tail {
+					keep[d.Key] = true
+				}
 			}
-			why = err.Error()
-			s.log.Warn().Str("key", o.rec.Key).Err(err).Msg("the format or parquet schema changed since the open object was begun: it is completed as it is")
-		}
-		did, err := s.completeOpen(ctx, w, o.at, o.rec)
-		if err != nil {
-			return fmt.Errorf("s3 sink recover: writer %d (%s): %w", w, why, err)
-		}
-		if did {
-			completed++
+			if did {
+				completed++
+			}
 		}
 	}
 	aborted, err := s.abortUnreferenced(ctx, uploads)
@@ -138,9 +126,37 @@ func (s *Sink) recover(ctx context.Context, restored []sink.Committable) error {
 	s.mu.Lock()
 	s.resume, s.lastBarrier = resume, lastBarrier
 	s.mu.Unlock()
-	s.log.Info().Int("restored_committables", len(restored)).Int("resumed", len(resume)).Int("completed_scaled_down", completed).
+	s.log.Info().Int("restored_committables", len(restored)).Int("resumed", resumedN).Int("completed_scaled_down", completed).
 		Int("aborted_uploads", aborted).Int("deleted_deltas", deleted).Uint64("names_after", uint64(lastBarrier)).Msg("recovered")
 	return nil
+}
+
+// restoreOpen takes writer w's open object o of checkpoint at: it returns
+// it resumed, for the writer to go on with, or completes it (did: now,
+// not at an earlier start), for a writer the job no longer has or a
+// format that cannot go on.
+func (s *Sink) restoreOpen(ctx context.Context, w int, at checkpoint.ID, o *openRec) (r *resumed, did bool, err error) {
+	why := fmt.Sprintf("the job has %d writers now", s.cfg.Parallelism)
+	if w < s.cfg.Parallelism {
+		ff, err := filefmt.Resume(s.cfg.Format, s.cfg.Parquet, o.Format)
+		if err == nil {
+			r, err := s.resumeOpen(ctx, w, at, o, ff)
+			if err != nil {
+				return nil, false, fmt.Errorf("s3 sink recover: writer %d: %w", w, err)
+			}
+			return r, false, nil
+		}
+		if !errors.Is(err, filefmt.ErrSchemaChanged) {
+			return nil, false, fmt.Errorf("s3 sink recover: writer %d: open object %s: %w", w, o.Key, err)
+		}
+		why = err.Error()
+		s.log.Warn().Str("key", o.Key).Err(err).Msg("the format or parquet schema changed since the open object was begun: it is completed as it is")
+	}
+	did, err = s.completeOpen(ctx, w, at, o)
+	if err != nil {
+		return nil, false, fmt.Errorf("s3 sink recover: writer %d (%s): %w", w, why, err)
+	}
+	return nil, did, nil
 }
 
 // resumeOpen checks that o's upload is still there and reads its tail

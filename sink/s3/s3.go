@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/connector-dev/connector/checkpoint"
 	"github.com/connector-dev/connector/sink"
+	"github.com/connector-dev/connector/sink/internal/pathtmpl"
 )
 
 // Sink is the s3 sink: exactly-once objects in one bucket, each a
@@ -31,14 +33,41 @@ type Sink struct {
 	bucket string
 	log    zerolog.Logger
 	names  names
+	tmpl   *pathtmpl.Template // nil: no path_template
 
 	mu          sync.Mutex
-	writers     map[int]bool     // instances with an open writer
-	resume      map[int]*resumed // open objects Recover handed to NewWriter
-	lastBarrier checkpoint.ID    // names of new objects start after it (Recover)
+	writers     map[int]bool       // instances with an open writer
+	resume      map[int][]*resumed // open objects Recover handed to NewWriter
+	lastBarrier checkpoint.ID      // names of new objects start after it (Recover)
 
 	bytesWritten   atomic.Uint64
 	filesCommitted atomic.Uint64
+
+	// bufs holds part buffers (cap partBufCap) for the writers to reuse.
+	bufs sync.Pool
+}
+
+// partBufCap is the capacity of a pooled part buffer: a part, and the
+// records that arrive while it is cut, without regrowing.
+func (s *Sink) partBufCap() int { return int(s.cfg.PartSize) + int(s.cfg.PartSize)/4 }
+
+// partBuf returns an empty buffer of partBufCap, from the pool if it has
+// one.
+func (s *Sink) partBuf() []byte {
+	if b, ok := s.bufs.Get().(*[]byte); ok {
+		return (*b)[:0]
+	}
+	return make([]byte, 0, s.partBufCap())
+}
+
+// putBuf gives a buffer back to the pool, if it is a part buffer's size
+// (a buffer grown by append, or small, is left to the collector).
+func (s *Sink) putBuf(b []byte) {
+	if cap(b) < int(s.cfg.PartSize) || cap(b) > 2*s.partBufCap() {
+		return
+	}
+	b = b[:0]
+	s.bufs.Put(&b)
 }
 
 var (
@@ -55,9 +84,12 @@ func New(cfg Config, log zerolog.Logger) (*Sink, error) {
 	if err := cfg.fill(); err != nil {
 		return nil, err
 	}
+	tmpl, err := pathtmpl.Parse(cfg.PathTemplate)
+	if err != nil {
+		return nil, fmt.Errorf("%w: sink.path_template: %w", sink.ErrInvalidConfig, err) // checked by fill
+	}
 	c := cfg.client
 	if c == nil {
-		var err error
 		if c, err = newClient(&cfg); err != nil {
 			return nil, err
 		}
@@ -72,6 +104,7 @@ func New(cfg Config, log zerolog.Logger) (*Sink, error) {
 		bucket:  cfg.Bucket,
 		log:     log.With().Str("sink", "s3").Str("job", cfg.Job).Str("bucket", cfg.Bucket).Str("endpoint", endpoint).Logger(),
 		names:   newNames(cfg.Prefix, cfg.Job, cfg.Format),
+		tmpl:    tmpl,
 		writers: make(map[int]bool),
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -92,7 +125,7 @@ func New(cfg Config, log zerolog.Logger) (*Sink, error) {
 	return s, nil
 }
 
-// NewWriter opens the writer of worker instance, resuming the object
+// NewWriter opens the writer of worker instance, resuming the objects
 // Recover handed over for it, if any. At most one writer per instance may
 // be open at a time.
 func (s *Sink) NewWriter(instance int) (sink.Writer, error) {
@@ -134,20 +167,35 @@ func (s *Sink) Close() error { return nil }
 // recorded as open that is visible) and refuses to restore id, unless
 // checkpoint.on_unrestorable is fall_back.
 //
+// It lists the objects in buckets whose names sort before "part-" in
+// full, and the rest from the first name after id on: without
+// path_template, two short listings.
+//
 // The runtime asks it at every start, before Recover: it retries as
 // Recover does while S3 does not answer, so an unreachable S3 keeps the
 // job waiting (not ready), not failing.
 func (s *Sink) CommittedAfter(ctx context.Context, id checkpoint.ID) ([]string, error) {
 	var out []string
+	add := func(o minio.ObjectInfo) error {
+		if f, _, _, ok := s.names.parseObject(o.Key); ok && f > id {
+			out = append(out, o.Key)
+		}
+		return nil
+	}
+	flat := s.names.dir + "part-"
 	retry := sink.Retry{Log: s.log, Name: "s3 sink", System: "S3", Unreachable: errUnreachable}
 	err := retry.Do(ctx, "at start", func() error {
 		out = out[:0]
-		return unreachable(s.listObjects(ctx, s.names.dir, s.names.firstAfter(id), func(o minio.ObjectInfo) error {
-			if f, _, _, ok := s.names.parseObject(o.Key); ok && f > id {
-				out = append(out, o.Key)
+		err := s.listObjects(ctx, s.names.dir, "", func(o minio.ObjectInfo) error {
+			if o.Key >= flat {
+				return errStopListing
 			}
-			return nil
-		}))
+			return add(o)
+		})
+		if err != nil && !errors.Is(err, errStopListing) {
+			return unreachable(err)
+		}
+		return unreachable(s.listObjects(ctx, s.names.dir, s.names.firstAfter(id), add))
 	})
 	if err != nil {
 		return nil, fmt.Errorf("s3 sink: list %s: %w", s.names.dir, err)
@@ -156,7 +204,11 @@ func (s *Sink) CommittedAfter(ctx context.Context, id checkpoint.ID) ([]string, 
 	return out, nil
 }
 
-// listObjects calls fn for every key under prefix after startAfter.
+// errStopListing ends a listObjects early.
+var errStopListing = errors.New("stop listing")
+
+// listObjects calls fn for every key under prefix after startAfter, in
+// order, until fn returns an error.
 func (s *Sink) listObjects(ctx context.Context, prefix, startAfter string, fn func(minio.ObjectInfo) error) error {
 	token := ""
 	for {

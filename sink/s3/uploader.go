@@ -59,21 +59,30 @@ type partJob struct {
 	up   *upload
 	n    int
 	data []byte
+	// back is data's whole buffer, returned to the sink's pool once the
+	// part is uploaded (nil: a buffer not to reuse).
+	back []byte
 	last bool
 	size int64
 }
 
-// barrierJob asks for the committable of barrier id: the open object
-// (nil: none) has size bytes, of which tail, from offset off, are not in
-// a part handed over before it; format is its format's state at size.
+// barrierJob asks for the committable of barrier id, with the writer's
+// open objects as they stand at it.
 type barrierJob struct {
-	id     checkpoint.ID
-	open   *upload
+	id    checkpoint.ID
+	opens []openSnap
+	reply chan barrierResult
+}
+
+// openSnap is an open object at a barrier: it has size bytes, of which
+// tail, from offset off, are not in a part handed over before it; format
+// is its format's state at size.
+type openSnap struct {
+	up     *upload
 	tail   []byte
 	off    int64
 	size   int64
 	format *filefmt.State
-	reply  chan barrierResult
 }
 
 type barrierResult struct {
@@ -171,6 +180,8 @@ func (u *uploader) uploadPart(j *partJob) error {
 	up.addPart(partRec{N: j.n, ETag: p.ETag, Size: size})
 	u.held.Add(-size)
 	j.data = nil
+	u.s.putBuf(j.back)
+	j.back = nil
 	crashpoint.Hit(crashpoint.AfterPartUpload) // tests: die with a part no checkpoint records
 	return nil
 }
@@ -206,7 +217,7 @@ func (u *uploader) create(up *upload) error {
 
 // barrier makes everything handed over before b durable and returns the
 // committable of b.id: the objects rolled since the last successful
-// barrier, and the open object's state. On error nothing is lost: failed
+// barrier, and the open objects' states. On error nothing is lost: failed
 // parts and rolled objects stay for the next barrier.
 func (u *uploader) barrier(b *barrierJob) (committable, error) {
 	var errs []error
@@ -222,12 +233,12 @@ func (u *uploader) barrier(b *barrierJob) (committable, error) {
 		return committable{}, u.notDurable(b.id, errors.Join(errs...))
 	}
 	var c committable
-	if b.open != nil {
-		rec, err := u.recordOpen(b)
+	for _, o := range b.opens {
+		rec, err := u.recordOpen(b.id, o)
 		if err != nil {
 			return committable{}, u.notDurable(b.id, err)
 		}
-		c.Open = rec
+		c.Opens = append(c.Opens, rec)
 	}
 	for _, up := range u.rolled {
 		if up.id == "" || partsSize(up.parts) != up.size {
@@ -240,10 +251,10 @@ func (u *uploader) barrier(b *barrierJob) (committable, error) {
 	return c, nil
 }
 
-// recordOpen uploads the bytes of the open object that no part or delta
-// holds yet as a delta and returns its state.
-func (u *uploader) recordOpen(b *barrierJob) (*openRec, error) {
-	up := b.open
+// recordOpen uploads the bytes of the open object b that no part or delta
+// holds yet as a delta of barrier id and returns its state.
+func (u *uploader) recordOpen(id checkpoint.ID, b openSnap) (*openRec, error) {
+	up := b.up
 	if err := u.create(up); err != nil {
 		return nil, err
 	}
@@ -256,7 +267,7 @@ func (u *uploader) recordOpen(b *barrierJob) (*openRec, error) {
 		if len(up.tail) >= maxTailDeltas {
 			from = end
 		}
-		d := deltaRec{Key: u.s.names.deltaKey(up.base, b.id), Off: from, Len: b.size - from}
+		d := deltaRec{Key: u.s.names.deltaKey(up.base, id), Off: from, Len: b.size - from}
 		data := b.tail[from-b.off:]
 		if _, err := u.s.c.PutObject(u.ctx, u.s.bucket, d.Key, bytes.NewReader(data), d.Len, "", "", minio.PutObjectOptions{}); err != nil {
 			return nil, fmt.Errorf("upload delta %s: %w", d.Key, err)

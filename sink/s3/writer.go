@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -13,19 +14,22 @@ import (
 	"github.com/connector-dev/connector/record"
 	"github.com/connector-dev/connector/sink"
 	"github.com/connector-dev/connector/sink/internal/filefmt"
+	"github.com/connector-dev/connector/sink/internal/pathtmpl"
 )
 
-// object is the writer's open object: size bytes so far, of which the
+// object is an open object of the writer: size bytes so far, of which the
 // first cut went into parts 1..next-1 and the rest are in buf. ff is its
 // format: it turns records into the bytes appended to buf (a Parquet file
 // buffers rows and appends a row group at a time).
 type object struct {
-	up   *upload
-	ff   filefmt.File
-	size int64
-	cut  int64
-	next int
-	buf  []byte
+	up     *upload
+	ff     filefmt.File
+	bucket string // its bucket by path_template ("": none)
+	used   uint64 // the writer's count of Writes at its last one (max_open_files)
+	size   int64
+	cut    int64
+	next   int
+	buf    []byte
 }
 
 // writer is one worker's writer of the s3 sink. Write, BeginBatch,
@@ -36,11 +40,13 @@ type writer struct {
 	instance    int
 	log         zerolog.Logger
 	up          *uploader
-	lastBarrier checkpoint.ID // names of new objects start after it
-	seq         int           // objects opened since lastBarrier
-	cur         *object       // nil until the next Write
-	batchAt     time.Time     // the clock at BeginBatch; zero: read it per Write
-	ended       bool          // EndInput: the next pre-commit rolls
+	buckets     *pathtmpl.Expander // nil: no path_template
+	lastBarrier checkpoint.ID      // names of new objects start after it
+	seq         int                // objects opened since lastBarrier
+	open        map[string]*object // the open objects, by bucket
+	writes      uint64             // Writes so far: the objects' last use
+	batchAt     time.Time          // the clock at BeginBatch; zero: read it per Write
+	ended       bool               // EndInput: the next pre-commit rolls
 	closed      bool
 	maxBacklog  int64
 
@@ -55,7 +61,7 @@ var (
 	_ sink.InputEnder        = (*writer)(nil)
 )
 
-func newWriter(s *Sink, instance int, lastBarrier checkpoint.ID, r *resumed) *writer {
+func newWriter(s *Sink, instance int, lastBarrier checkpoint.ID, rs []*resumed) *writer {
 	log := s.log.With().Int("writer", instance).Logger()
 	w := &writer{
 		s:           s,
@@ -63,20 +69,27 @@ func newWriter(s *Sink, instance int, lastBarrier checkpoint.ID, r *resumed) *wr
 		log:         log,
 		up:          newUploader(s, instance, log),
 		lastBarrier: lastBarrier,
+		open:        make(map[string]*object, len(rs)),
 		maxBacklog:  max(64<<20, 4*int64(s.cfg.PartSize)),
 	}
-	if r != nil {
-		w.cur = &object{up: r.up, ff: r.ff, size: r.size, cut: partsSize(r.up.parts), next: len(r.up.parts) + 1, buf: r.tail}
+	if s.tmpl != nil {
+		w.buckets = s.tmpl.NewExpander()
+	}
+	for _, r := range rs {
+		bucket := s.names.bucket(r.up.key)
+		w.open[bucket] = &object{up: r.up, ff: r.ff, bucket: bucket, size: r.size, cut: partsSize(r.up.parts), next: len(r.up.parts) + 1, buf: r.tail}
 		w.log.Info().Str("key", r.up.key).Int64("size", r.size).Int("parts", len(r.up.parts)).Msg("resuming the open object")
 	}
 	return w
 }
 
-// Write appends r's value to the open object, opening one if needed, and
-// hands full parts to the uploader (waiting while one part is queued
-// already). The object rolls by age and by size (its bytes and the rows
-// its format buffers). A value the format cannot hold is refused with
-// sink.ErrBadRecord and changes nothing: the object goes on.
+// Write appends r's value to the open object of its bucket, opening one
+// if needed (after rolling the least recently written one, if
+// max_open_files are open), and hands full parts to the uploader (waiting
+// while one part is queued already). The object rolls by age and by size
+// (its bytes and the rows its format buffers). A value the format cannot
+// hold is refused with sink.ErrBadRecord and changes nothing: the object
+// goes on.
 func (w *writer) Write(ctx context.Context, r *record.Record) error {
 	if w.closed {
 		return sink.ErrClosed
@@ -85,19 +98,27 @@ func (w *writer) Write(ctx context.Context, r *record.Record) error {
 	if now.IsZero() {
 		now = w.s.cfg.Now()
 	}
+	var bucket []byte
+	if w.buckets != nil {
+		bucket = w.buckets.Expand(r.Timestamp, r.Value)
+	}
+	o := w.open[string(bucket)]
 	// Old, or full since a pre-commit flushed its buffered rows.
-	if w.cur != nil && (w.s.cfg.RollAge > 0 && now.Sub(w.cur.up.opened) >= w.s.cfg.RollAge || w.cur.size >= int64(w.s.cfg.RollSize)) {
-		if err := w.roll(ctx); err != nil {
+	if o != nil && (w.old(o, now) || o.size >= int64(w.s.cfg.RollSize)) {
+		if err := w.roll(ctx, o); err != nil {
 			return err
 		}
+		o = nil
 	}
-	opened := w.cur == nil
+	opened := o == nil
 	if opened {
-		if err := w.open(now); err != nil {
+		var err error
+		if o, err = w.openObject(ctx, string(bucket), now); err != nil {
 			return err
 		}
 	}
-	o := w.cur
+	w.writes++
+	o.used = w.writes
 	before := len(o.buf)
 	var err error
 	o.buf, err = o.ff.Append(o.buf, r.Value)
@@ -106,22 +127,23 @@ func (w *writer) Write(ctx context.Context, r *record.Record) error {
 	}
 	if opened && o.size == 0 && o.ff.Buffered() == 0 {
 		// Nothing taken (a bad record, an empty raw value): no object.
-		w.cur = nil
+		delete(w.open, o.bucket)
 		w.seq--
+		o = nil
 	}
 	if err != nil {
 		return fmt.Errorf("s3 sink: %s/%d@%d: %w", r.Topic, r.Partition, r.Offset, err)
 	}
-	if w.cur == nil {
+	if o == nil {
 		return nil
 	}
 	// The object's bytes count, not the rows a format buffers (unknown
 	// and compressed until flushed): a Parquet object rolls once its row
 	// groups reach roll_size, so objects are at least roll_size.
 	if o.size >= int64(w.s.cfg.RollSize) {
-		err = w.roll(ctx)
+		err = w.roll(ctx, o)
 	} else {
-		err = w.cutParts(ctx)
+		err = w.cutParts(ctx, o)
 	}
 	if err != nil {
 		return err
@@ -132,29 +154,49 @@ func (w *writer) Write(ctx context.Context, r *record.Record) error {
 	return nil
 }
 
+// old reports whether o reached roll_age at now.
+func (w *writer) old(o *object, now time.Time) bool {
+	return w.s.cfg.RollAge > 0 && now.Sub(o.up.opened) >= w.s.cfg.RollAge
+}
+
 // BeginBatch reads the clock for the Writes that follow, until the next
 // BeginBatch.
 func (w *writer) BeginBatch() { w.batchAt = w.s.cfg.Now() }
 
-// EndInput makes the next pre-commit roll the open object: the final
+// EndInput makes the next pre-commit roll the open objects: the final
 // checkpoint makes everything visible.
 func (w *writer) EndInput() { w.ended = true }
 
-// open starts the next object: F is one more than the last barrier.
-func (w *writer) open(now time.Time) error {
+// openObject starts the next object, in bucket: F is one more than the
+// last barrier. While max_open_files are open, it first rolls the least
+// recently written one.
+func (w *writer) openObject(ctx context.Context, bucket string, now time.Time) (*object, error) {
+	for len(w.open) >= w.s.cfg.MaxOpenFiles {
+		var lru *object
+		for _, o := range w.open {
+			if lru == nil || o.used < lru.used {
+				lru = o
+			}
+		}
+		if err := w.roll(ctx, lru); err != nil {
+			return nil, err
+		}
+	}
 	ff, err := filefmt.New(w.s.cfg.Format, w.s.cfg.Parquet)
 	if err != nil {
-		return fmt.Errorf("s3 sink writer %d: %w", w.instance, err)
+		return nil, fmt.Errorf("s3 sink writer %d: %w", w.instance, err)
 	}
 	first := w.lastBarrier + 1
-	key, base := w.s.names.objectKey(first, w.instance, w.seq)
+	key, base := w.s.names.objectKey(bucket, first, w.instance, w.seq)
 	w.seq++
-	w.cur = &object{
-		up:   &upload{key: key, base: base, first: first, writer: w.instance, opened: now, token: newToken()},
-		ff:   ff,
-		next: 1,
+	o := &object{
+		up:     &upload{key: key, base: base, first: first, writer: w.instance, opened: now, token: newToken()},
+		ff:     ff,
+		bucket: bucket,
+		next:   1,
 	}
-	return nil
+	w.open[bucket] = o
+	return o, nil
 }
 
 // grew counts the bytes the format appended to o.buf after before.
@@ -164,46 +206,49 @@ func (w *writer) grew(o *object, before int) {
 	w.s.bytesWritten.Add(uint64(n))
 }
 
-// cutParts hands the buffered bytes over as parts once part_size of them
+// cutParts hands o's buffered bytes over as parts once part_size of them
 // are buffered: part_size bytes a part while twice that is buffered (a
 // Parquet row group comes at once), then all that is left, so a part
 // holds less than twice part_size.
-func (w *writer) cutParts(ctx context.Context) error {
+func (w *writer) cutParts(ctx context.Context, o *object) error {
 	p := int(w.s.cfg.PartSize)
-	for len(w.cur.buf) >= 2*p {
-		if err := w.cutPart(ctx, p); err != nil {
+	for len(o.buf) >= 2*p {
+		if err := w.cutPart(ctx, o, p); err != nil {
 			return err
 		}
 	}
-	if n := len(w.cur.buf); n >= p {
-		return w.cutPart(ctx, n)
+	if n := len(o.buf); n >= p {
+		return w.cutPart(ctx, o, n)
 	}
 	return nil
 }
 
-// cutPart hands the first n buffered bytes over as the next part. The
+// cutPart hands the first n buffered bytes of o over as its next part. The
 // uploader reads them while the writer appends after them, never into them.
-func (w *writer) cutPart(ctx context.Context, n int) error {
-	o := w.cur
-	j := &partJob{up: o.up, n: o.next, data: o.buf[:n:n]}
+//
+// The bytes after the part go to a buffer of the sink's pool, which holds
+// a part and more: appending never regrows it (regrowing a 16 MiB buffer
+// by append copied every byte about five times and was 27% of the jsonl
+// drain's CPU, bench/RESULTS.md), and the part's buffer returns to the
+// pool once uploaded.
+func (w *writer) cutPart(ctx context.Context, o *object, n int) error {
+	next := append(w.s.partBuf(), o.buf[n:]...) // before the uploader may reuse o.buf
+	j := &partJob{up: o.up, n: o.next, data: o.buf[:n:n], back: o.buf[:0]}
 	if err := w.hand(ctx, j); err != nil {
+		w.s.putBuf(next)
 		return err
 	}
 	o.next++
 	o.cut += int64(n)
-	o.buf = o.buf[n:]
-	if len(o.buf) == 0 {
-		o.buf = nil
-	}
+	o.buf = next
 	return nil
 }
 
-// roll closes the open object: its format's last bytes (a Parquet
+// roll closes the open object o: its format's last bytes (a Parquet
 // footer) are appended, full parts handed over, and the rest becomes its
 // last part. A format that fails leaves the object open and the writer
 // failed: the task restarts from the last checkpoint.
-func (w *writer) roll(ctx context.Context) error {
-	o := w.cur
+func (w *writer) roll(ctx context.Context, o *object) error {
 	before := len(o.buf)
 	var err error
 	if o.buf, err = o.ff.Close(o.buf); err != nil {
@@ -211,15 +256,15 @@ func (w *writer) roll(ctx context.Context) error {
 	}
 	w.grew(o, before)
 	for p := int(w.s.cfg.PartSize); len(o.buf) >= 2*p; {
-		if err := w.cutPart(ctx, p); err != nil {
+		if err := w.cutPart(ctx, o, p); err != nil {
 			return err
 		}
 	}
-	j := &partJob{up: o.up, n: o.next, data: o.buf, last: true, size: o.size}
+	j := &partJob{up: o.up, n: o.next, data: o.buf, back: o.buf[:0], last: true, size: o.size}
 	if err := w.hand(ctx, j); err != nil {
 		return err
 	}
-	w.cur = nil
+	delete(w.open, o.bucket)
 	return nil
 }
 
@@ -232,6 +277,16 @@ func (w *writer) hand(ctx context.Context, j *partJob) error {
 	return nil
 }
 
+// sortedOpen returns the open objects in the order of their keys.
+func (w *writer) sortedOpen() []*object {
+	out := make([]*object, 0, len(w.open))
+	for _, o := range w.open {
+		out = append(out, o)
+	}
+	slices.SortFunc(out, func(a, b *object) int { return strings.Compare(a.up.key, b.up.key) })
+	return out
+}
+
 // PreCommit is PreCommitAsync with its finish run at once.
 func (w *writer) PreCommit(ctx context.Context, id checkpoint.ID) ([]sink.Committable, error) {
 	finish, err := w.PreCommitAsync(ctx, id)
@@ -241,27 +296,28 @@ func (w *writer) PreCommit(ctx context.Context, id checkpoint.ID) ([]sink.Commit
 	return finish()
 }
 
-// PreCommitAsync closes off everything written so far: it rolls the open
-// object if it is due (EndInput, roll_on_checkpoint, roll_age), else
-// flushes the rows its format buffers (a Parquet row group) and records
-// the format's state, and queues barrier id behind the parts handed over. finish waits until the
-// uploader has uploaded those parts and the open object's new tail bytes
-// (as a delta), and returns the committables not yet Committed. Writes may
-// go on meanwhile: their bytes are past the barrier's size.
+// PreCommitAsync closes off everything written so far: it rolls each open
+// object that is due (EndInput, roll_on_checkpoint, roll_age), flushes the
+// rows the others' formats buffer (a Parquet row group) and records their
+// formats' states, and queues barrier id behind the parts handed over.
+// finish waits until the uploader has uploaded those parts and the open
+// objects' new tail bytes (as deltas), and returns the committables not
+// yet Committed. Writes may go on meanwhile: their bytes are past the
+// barrier's sizes.
 func (w *writer) PreCommitAsync(ctx context.Context, id checkpoint.ID) (func() ([]sink.Committable, error), error) {
 	if w.closed {
 		return nil, sink.ErrClosed
 	}
-	if o := w.cur; o != nil {
-		due := w.ended || w.s.cfg.RollOnCheckpoint || (w.s.cfg.RollAge > 0 && w.s.cfg.Now().Sub(o.up.opened) >= w.s.cfg.RollAge)
-		if due {
-			if err := w.roll(ctx); err != nil {
+	now := w.s.cfg.Now()
+	for _, o := range w.sortedOpen() {
+		if w.ended || w.s.cfg.RollOnCheckpoint || w.old(o, now) {
+			if err := w.roll(ctx, o); err != nil {
 				return nil, err
 			}
 		}
 	}
 	b := &barrierJob{id: id, reply: make(chan barrierResult, 1)}
-	if o := w.cur; o != nil {
+	for _, o := range w.sortedOpen() {
 		// A row group per checkpoint: the barrier's size holds every row
 		// written before it, and the format's state says how to go on.
 		before := len(o.buf)
@@ -270,10 +326,10 @@ func (w *writer) PreCommitAsync(ctx context.Context, id checkpoint.ID) (func() (
 			return nil, fmt.Errorf("s3 sink writer %d pre-commit %d: %w", w.instance, id, err)
 		}
 		w.grew(o, before)
-		if err := w.cutParts(ctx); err != nil {
+		if err := w.cutParts(ctx, o); err != nil {
 			return nil, fmt.Errorf("s3 sink writer %d pre-commit %d: %w", w.instance, id, err)
 		}
-		b.open, b.tail, b.off, b.size, b.format = o.up, o.buf[:len(o.buf):len(o.buf)], o.cut, o.size, o.ff.State()
+		b.opens = append(b.opens, openSnap{up: o.up, tail: o.buf[:len(o.buf):len(o.buf)], off: o.cut, size: o.size, format: o.ff.State()})
 	}
 	if err := w.up.send(ctx, task{barrier: b}); err != nil {
 		return nil, fmt.Errorf("s3 sink writer %d pre-commit %d: %w: %w", w.instance, id, sink.ErrNotDurable, err)
@@ -290,7 +346,7 @@ func (w *writer) PreCommitAsync(ctx context.Context, id checkpoint.ID) (func() (
 }
 
 // preCommitted adds c, barrier id's committable, to the carried ones and
-// returns them. The open object's state in older carried committables is
+// returns them. The open objects' states in older carried committables are
 // superseded by c's and dropped (with the committables left empty).
 func (w *writer) preCommitted(id checkpoint.ID, c committable) []sink.Committable {
 	w.mu.Lock()
@@ -298,11 +354,11 @@ func (w *writer) preCommitted(id checkpoint.ID, c committable) []sink.Committabl
 	kept := w.carried[:0]
 	for _, old := range w.carried {
 		d, err := w.s.names.decode(old)
-		if err != nil || d.Open == nil {
+		if err != nil || len(d.Opens) == 0 {
 			kept = append(kept, old)
 			continue
 		}
-		if d.Open = nil; !d.empty() {
+		if d.Opens = nil; !d.empty() {
 			kept = append(kept, encodeCommittable(old.Checkpoint, old.Writer, d))
 		}
 	}
@@ -310,7 +366,7 @@ func (w *writer) preCommitted(id checkpoint.ID, c committable) []sink.Committabl
 	cur := encodeCommittable(id, w.instance, c)
 	if !c.empty() {
 		w.carried = append(w.carried, cur)
-		w.log.Debug().Uint64("checkpoint", uint64(id)).Int("complete", len(c.Complete)).Bool("open", c.Open != nil).Msg("pre-committed")
+		w.log.Debug().Uint64("checkpoint", uint64(id)).Int("complete", len(c.Complete)).Int("open", len(c.Opens)).Msg("pre-committed")
 		return slices.Clone(w.carried)
 	}
 	// Nothing of this writer's to record: an empty committable all the
@@ -325,8 +381,8 @@ func (w *writer) Committed(id checkpoint.ID) {
 	w.carried = slices.DeleteFunc(w.carried, func(c sink.Committable) bool { return c.Checkpoint <= id })
 }
 
-// Close stops the uploader. The open object's upload stays for Recover,
-// which resumes it from the last completed checkpoint (or aborts it).
+// Close stops the uploader. The open objects' uploads stay for Recover,
+// which resumes them from the last completed checkpoint (or aborts them).
 func (w *writer) Close() error {
 	if w.closed {
 		return nil
