@@ -8,9 +8,9 @@
 // files), sink/s3 (exactly-once objects in S3-compatible storage),
 // sink/kafka (transactions), sink/postgres (one transaction per worker and
 // checkpoint) and sink/stdout (at-least-once, for trying things out). The
-// file and s3 sinks share how records are framed (sink/internal/recfmt)
-// and the formats of a file spanning checkpoints (sink/internal/filefmt:
-// lines, Parquet).
+// file and s3 sinks share how records are framed (sink/internal/recfmt),
+// the formats of a file spanning checkpoints (sink/internal/filefmt:
+// lines, Parquet) and path_template (sink/internal/pathtmpl).
 //
 // # Adding a sink
 //
