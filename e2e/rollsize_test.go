@@ -15,9 +15,10 @@ import (
 // 15 times; roll_age 1h): every committed file or object is at least
 // roll_size, except the last of each writer (rolled by the stop), and each
 // writer rolled some by size, for jsonl and Parquet, on local files and on
-// S3. With one file per checkpoint and writer (the former behaviour) the
-// files would be a fraction of that: each writer takes about 800 KB of
-// records per second.
+// S3. Each writer takes about 800 KB of records per second, less than
+// roll_size: a file that reaches roll_size spans checkpoints (with one
+// file per checkpoint and writer, the former behaviour, every file would
+// be smaller).
 func TestCommittedFilesAreAtLeastRollSize(t *testing.T) {
 	const n = 300_000
 	b := cluster(t)
@@ -69,9 +70,6 @@ func TestCommittedFilesAreAtLeastRollSize(t *testing.T) {
 			t.Logf("%d files over about %d checkpoints: %v", len(sizes), checkpoints, sizes)
 			if problems := smallFiles(sizes, roll, spec.Parallelism); len(problems) > 0 {
 				t.Errorf("files under roll_size %d before the last of their writer: %v", roll, problems)
-			}
-			if len(sizes) >= 2*checkpoints/3 {
-				t.Errorf("%d files for about %d checkpoints: not spanning checkpoints", len(sizes), checkpoints)
 			}
 		})
 	}
