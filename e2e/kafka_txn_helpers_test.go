@@ -139,14 +139,10 @@ func (j *job) logsOf(message string, runs ...*proc) []json.RawMessage {
 // test when p ends first or timeout passes.
 func (j *job) waitLogged(p *proc, message string, n int, timeout time.Duration) {
 	j.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for len(j.logsOf(message, p)) < n {
-		j.requireRunning(p, fmt.Sprintf("waiting for %d %q lines", n, message))
-		if time.Now().After(deadline) {
-			j.fatalf(p, "%s: fewer than %d %q lines within %v", p, n, message, timeout)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	j.pollUntil(p, timeout, 100*time.Millisecond, func() (bool, string) {
+		got := len(j.logsOf(message, p))
+		return got >= n, fmt.Sprintf("%d of %d %q lines", got, n, message)
+	})
 }
 
 // openTxnStarts returns, for every partition of topic that open

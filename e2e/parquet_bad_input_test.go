@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -68,21 +67,7 @@ func parquetBadRecord(t *testing.T, b kafkatest.Brokers, policy string) {
 		}
 		return
 	}
-	deadline := time.Now().Add(time.Minute)
-	for {
-		out, err := j.out.read()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if out.present(n) >= n-1 {
-			break
-		}
-		j.requireRunning(p, fmt.Sprintf("waiting for every id but %d (%d of %d there)", bad, out.present(n), n-1))
-		if time.Now().After(deadline) {
-			j.fatalf(p, "%s: %d of %d ids visible after a minute", p, out.present(n), n-1)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	j.waitForIDs(p, n, n-1, time.Minute) // every id but the bad one
 	skipped, err := p.metric(metricSkipped)
 	if err != nil {
 		j.fatalf(p, "%s: %v", p, err)

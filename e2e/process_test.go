@@ -328,26 +328,45 @@ func (j *job) terminate(p *proc, timeout time.Duration) {
 // returns it. It fails the test when p ends meanwhile or the deadline passes.
 func (j *job) waitForAll(p *proc, n int, timeout time.Duration) output {
 	j.t.Helper()
+	return j.waitForIDs(p, n, n, timeout)
+}
+
+// waitForIDs is waitForAll for want of the ids [0, n) (fewer than n when
+// some are not to appear: a bad record skipped).
+func (j *job) waitForIDs(p *proc, n, want int, timeout time.Duration) output {
+	j.t.Helper()
 	t0 := time.Now()
-	deadline := t0.Add(timeout)
-	for {
-		out, err := j.out.read()
-		if err != nil {
+	var out output
+	j.pollUntil(p, timeout, 250*time.Millisecond, func() (bool, string) {
+		var err error
+		if out, err = j.out.read(); err != nil {
 			j.fatalf(p, "read output: %v", err)
 		}
 		present := out.present(n)
-		if present == n {
-			j.t.Logf("%s: all %d ids visible %v after the wait began", p, n, time.Since(t0).Round(time.Millisecond))
-			return out
+		return present >= want, fmt.Sprintf("%d of %d ids visible (%d lines in %d files)", present, want, out.lines, out.files)
+	})
+	j.t.Logf("%s: %d of %d ids visible %v after the wait began", p, want, n, time.Since(t0).Round(time.Millisecond))
+	return out
+}
+
+// pollUntil checks cond every interval until it holds. It fails the test
+// when p ends first or timeout passes, with what cond last said and p's
+// record and checkpoint counts.
+func (j *job) pollUntil(p *proc, timeout, interval time.Duration, cond func() (bool, string)) {
+	j.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, state := cond()
+		if ok {
+			return
 		}
-		j.requireRunning(p, fmt.Sprintf("waiting for all %d ids (%d visible)", n, present))
+		j.requireRunning(p, "waiting: "+state)
 		if time.Now().After(deadline) {
 			recs, _ := p.metric(metricRecordsOut)
 			cps, _ := p.metric(metricCheckpoints)
-			j.fatalf(p, "after %v only %d of %d ids are visible (%d lines in %d files); %s: %s=%v %s=%v",
-				timeout, present, n, out.lines, out.files, p, metricRecordsOut, recs, metricCheckpoints, cps)
+			j.fatalf(p, "after %v: %s; %s: %s=%v %s=%v", timeout, state, p, metricRecordsOut, recs, metricCheckpoints, cps)
 		}
-		time.Sleep(250 * time.Millisecond)
+		time.Sleep(interval)
 	}
 }
 
