@@ -68,7 +68,7 @@ func (d *decoder) mapping(n *yaml.Node, path string, v reflect.Value, unknown st
 			d.errs.addAt(k.Line, key, "unknown key%s%s", unknown, suggest(k.Value, knownKeys(fields, nil)))
 			continue
 		}
-		d.value(val, key, v.Field(idx), v.Type().Field(idx).Tag.Get("kind"))
+		d.value(val, key, v.FieldByIndex(idx), v.Type().FieldByIndex(idx).Tag.Get("kind"))
 	}
 }
 
@@ -197,20 +197,27 @@ func (d *decoder) stringMap(n *yaml.Node, path string, v reflect.Value) {
 	d.markSet(path, m.Len() > 0)
 }
 
-// fieldsByTag maps yaml key names to field indexes of struct type t.
-func fieldsByTag(t reflect.Type) map[string]int {
-	m := map[string]int{}
+// fieldsByTag maps yaml key names to field index paths of struct type t.
+// A field tagged `yaml:",inline"` (a struct) contributes its own keys.
+func fieldsByTag(t reflect.Type) map[string][]int {
+	m := map[string][]int{}
 	for i := range t.NumField() {
 		f := t.Field(i)
-		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-		if f.IsExported() && name != "" && name != "-" {
-			m[name] = i
+		name, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		switch {
+		case !f.IsExported() || name == "-":
+		case name == "" && strings.Contains(opts, "inline") && f.Type.Kind() == reflect.Struct:
+			for k, idx := range fieldsByTag(f.Type) {
+				m[k] = append([]int{i}, idx...)
+			}
+		case name != "":
+			m[name] = []int{i}
 		}
 	}
 	return m
 }
 
-func knownKeys(fields map[string]int, extra []string) []string {
+func knownKeys(fields map[string][]int, extra []string) []string {
 	keys := append([]string(nil), extra...)
 	for k := range fields {
 		keys = append(keys, k)

@@ -23,7 +23,7 @@ func TestMinimalFileGetsDesignDefaults(t *testing.T) {
 	}
 	wantCkpt := checkpoint.Config{Interval: time.Second, Timeout: time.Minute, MaxConcurrent: 1, Retained: 3,
 		Mode: checkpoint.ExactlyOnce, Dir: "./data/checkpoints", InitialDelay: time.Second, TolerableFailures: 5, OnUnrestorable: "fail"}
-	if j.Checkpoint != wantCkpt {
+	if j.Checkpoint.Config != wantCkpt || j.Checkpoint.Storage != "" {
 		t.Errorf("checkpoint:\n got %+v\nwant %+v", j.Checkpoint, wantCkpt)
 	}
 	if j.State.Dir != "./data/state" || j.Pipeline.Parallelism != 1 || j.Pipeline.MaxParallelism != 128 ||

@@ -2,8 +2,6 @@ package config
 
 import (
 	"time"
-
-	"github.com/connector-dev/connector/checkpoint"
 )
 
 // Job is one connector job: everything a config file says, with defaults
@@ -21,15 +19,15 @@ type Job struct {
 	// transactional ids, the checkpoint namespace and part of the sink's
 	// output names. 1 to 100 letters, digits, '.', '_' and '-', starting
 	// with a letter or a digit. Required.
-	Name       string            `yaml:"name" doc:"the job's name: default consumer group, checkpoint namespace"`
-	Kafka      Kafka             `yaml:"kafka" doc:"how to reach the Kafka cluster"`
-	Source     Plugin            `yaml:"source" kind:"source" doc:"what to read (type: kafka by default)"`
-	Checkpoint checkpoint.Config `yaml:"checkpoint" doc:"the checkpoint coordinator"`
-	State      State             `yaml:"state" doc:"keyed state (Pebble)"`
-	Pipeline   Pipeline          `yaml:"pipeline" doc:"the task graph between source and sink"`
-	Sink       Plugin            `yaml:"sink" kind:"sink" doc:"where records go"`
-	HTTP       HTTP              `yaml:"http" doc:"the status server"`
-	Restart    Restart           `yaml:"restart" doc:"in-process restarts after a failure"`
+	Name       string     `yaml:"name" doc:"the job's name: default consumer group, checkpoint namespace"`
+	Kafka      Kafka      `yaml:"kafka" doc:"how to reach the Kafka cluster"`
+	Source     Plugin     `yaml:"source" kind:"source" doc:"what to read (type: kafka by default)"`
+	Checkpoint Checkpoint `yaml:"checkpoint" doc:"the checkpoint coordinator and where checkpoints are kept"`
+	State      State      `yaml:"state" doc:"keyed state (Pebble)"`
+	Pipeline   Pipeline   `yaml:"pipeline" doc:"the task graph between source and sink"`
+	Sink       Plugin     `yaml:"sink" kind:"sink" doc:"where records go"`
+	HTTP       HTTP       `yaml:"http" doc:"the status server"`
+	Restart    Restart    `yaml:"restart" doc:"in-process restarts after a failure"`
 
 	src *origin // where each key came from; nil for a Job built in code
 }

@@ -160,6 +160,10 @@ type job struct {
 	runs     []*proc
 	out      visibleOutput
 	tailed   map[*proc]bool
+	// newMachine, when set, wipes checkpoint.dir and state.dir before
+	// every run, as if each started on a machine of its own: all it
+	// restores comes from checkpoint.storage.
+	newMachine bool
 }
 
 // visibleOutput is what a reader of the sink sees: the committed files

@@ -37,6 +37,13 @@ func (j *job) start(env ...string) *proc {
 			j.t.Fatalf("harness: run %d is still running; one run at a time", p.n)
 		}
 	}
+	if j.newMachine {
+		for _, d := range []string{j.ckptDir, j.stateDir} {
+			if err := os.RemoveAll(d); err != nil {
+				j.t.Fatal(err)
+			}
+		}
+	}
 	n := len(j.runs) + 1
 	p := &proc{n: n, label: j.label, env: env, addr: freeAddr(j.t), done: make(chan struct{})}
 	cfg := j.writeConfig(fmt.Sprintf("config-%02d.yaml", n), p.addr)

@@ -45,7 +45,7 @@ func (a *attempt) build(r *restoredJob) (*graph, error) {
 		}
 		g.emitters = append(g.emitters, newEmitter(task{sourceTask, i}, g.chans[i], g.events, j.metrics, cfg.Pipeline.MaxParallelism, cfg.Pipeline.KeyBy, &g.stopAt))
 	}
-	coord, err := checkpoint.NewCoordinator(coordinatorSettings(cfg.Checkpoint, j.rand), taskIDs(p), r.md, r.store.MaxID())
+	coord, err := checkpoint.NewCoordinator(coordinatorSettings(cfg.Checkpoint.Config, j.rand), taskIDs(p), r.md, r.store.MaxID())
 	if err != nil {
 		return nil, fmt.Errorf("%w: coordinator: %w", errPermanent, err)
 	}

@@ -38,7 +38,7 @@ type restoredJob struct {
 // "Restart"). Everything it opens is closed with the attempt. stop, when
 // closed, ends the wait for an unreachable source.
 func (a *attempt) restore(ctx context.Context, stop <-chan struct{}) (*restoredJob, error) {
-	r, err := a.loadCheckpoint()
+	r, err := a.loadCheckpoint(ctx, stop)
 	if err != nil {
 		return nil, err
 	}
@@ -59,8 +59,9 @@ func (a *attempt) restore(ctx context.Context, stop <-chan struct{}) (*restoredJ
 }
 
 // loadCheckpoint is step 1: the newest completed checkpoint, and what each
-// part restores from it.
-func (a *attempt) loadCheckpoint() (*restoredJob, error) {
+// part restores from it. With checkpoint.storage, the storage's newer
+// checkpoints are brought into the local directories first (storage.go).
+func (a *attempt) loadCheckpoint(ctx context.Context, stop <-chan struct{}) (*restoredJob, error) {
 	j, cfg, log := a.j, a.j.cfg, a.j.log
 	st, err := store.Open(j.fs, cfg.Checkpoint.Dir, cfg.State.Dir, cfg.Checkpoint.Retained, log)
 	if errors.Is(err, store.ErrLocked) {
@@ -70,6 +71,9 @@ func (a *attempt) loadCheckpoint() (*restoredJob, error) {
 		return nil, fmt.Errorf("open checkpoint store: %w", err)
 	}
 	a.defer_(func() { _ = st.Close() })
+	if err := a.attachStorage(ctx, stop, st); err != nil {
+		return nil, err
+	}
 	md, skipped, err := st.LoadLatest()
 	if err != nil {
 		return nil, fmt.Errorf("load checkpoint: %w", err)
@@ -177,15 +181,8 @@ func (a *attempt) restoreState(r *restoredJob) error {
 // until ctx ends or stop is closed.
 func (a *attempt) openSource(ctx context.Context, stop <-chan struct{}, r *restoredJob) error {
 	j, cfg := a.j, a.j.cfg
-	octx, cancel := context.WithCancel(ctx)
+	octx, cancel := untilStop(ctx, stop)
 	defer cancel()
-	go func() {
-		select {
-		case <-stop:
-		case <-octx.Done():
-		}
-		cancel()
-	}()
 	src, err := source.Open(octx, cfg.Source, source.Env{
 		Job: cfg, Readers: cfg.Pipeline.Parallelism, Restored: r.positions, DiscoverEvery: j.discoverEvery, Log: j.log,
 		KafkaHooks: j.metrics.kafka.Hooks,

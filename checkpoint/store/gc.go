@@ -21,6 +21,12 @@ func (s *Store) Collect() {
 	if err := s.collectErr(); err != nil {
 		s.log.Warn().Err(err).Msg("checkpoint clean-up incomplete, the next save retries it")
 	}
+	if s.remote == nil {
+		return
+	}
+	if err := s.collectRemote(); err != nil {
+		s.log.Warn().Err(err).Msg("checkpoint storage clean-up incomplete, the next save retries it")
+	}
 }
 
 func (s *Store) collectErr() error {

@@ -37,6 +37,11 @@ func (s *Store) Save(md checkpoint.Metadata) error {
 // checkpoint is committed, so that deleting the files of dropped
 // checkpoints (unlinks and directory fsyncs) does not lengthen the
 // checkpoint. Its errors are Save's.
+//
+// With checkpoint storage attached (AttachRemote), Persist uploads the
+// checkpoint there first (the state files it lacks, then the metadata) and
+// writes the local file after: the checkpoint counts as saved only once
+// both hold it, and a failure of either is ErrNotDurable.
 func (s *Store) Persist(md checkpoint.Metadata) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -48,7 +53,15 @@ func (s *Store) Persist(md checkpoint.Metadata) error {
 		return err
 	}
 	s.maxID = md.ID
+	if s.remote != nil {
+		if err := s.upload(&md, buf); err != nil {
+			return fmt.Errorf("save checkpoint %d: %w: %w", md.ID, ErrNotDurable, err)
+		}
+	}
 	if err := s.write(md.ID, buf); err != nil {
+		if s.remote != nil {
+			s.withdraw(md.ID)
+		}
 		return fmt.Errorf("save checkpoint %d: %w: %w", md.ID, ErrNotDurable, err)
 	}
 	s.log.Debug().Uint64("checkpoint", uint64(md.ID)).Int("bytes", len(buf)).Msg("checkpoint metadata durable")

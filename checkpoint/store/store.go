@@ -38,6 +38,7 @@ type Store struct {
 	slock    io.Closer     // the state root's
 	maxID    checkpoint.ID // highest id seen on disk, valid or not, temp files included
 	released []string      // state paths released, deleted by the next Collect
+	remote   *remoteState  // nil: local only (AttachRemote)
 }
 
 // Open opens the store over dir, creating dir if needed. State file paths

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
+	"github.com/connector-dev/connector/checkpoint/s3storage"
 	"github.com/connector-dev/connector/config"
 	"github.com/connector-dev/connector/internal/crashpoint"
 	"github.com/connector-dev/connector/internal/httpapi"
@@ -47,9 +48,10 @@ func runRun(ctx context.Context, args []string, _, stderr io.Writer) int {
 	}
 	if err := runJob(ctx, job, log, newRegistry(), nil); err != nil {
 		log.Error().Err(err).Msg("job failed")
-		if errors.Is(err, sink.ErrInvalidConfig) {
+		if errors.Is(err, sink.ErrInvalidConfig) || errors.Is(err, s3storage.ErrInvalidConfig) {
 			// The config's fault, found only by asking the sink's system
-			// (a table or topic that does not exist): exit 2, as validate.
+			// or the checkpoint storage (a table, topic or bucket that does
+			// not exist): exit 2, as validate.
 			fmt.Fprintf(stderr, "%s: %v\n", job.File(), err)
 			return exitUsage
 		}

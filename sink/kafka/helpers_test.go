@@ -31,7 +31,7 @@ func testSink(t *testing.T, b kafkatest.Brokers, job, topic string, mod func(*Co
 		mod(&cfg)
 	}
 	j := &config.Job{Name: job, Kafka: config.Kafka{Brokers: b.Addrs, ClientID: job}}
-	j.Checkpoint = checkpoint.DefaultConfig()
+	j.Checkpoint.Config = checkpoint.DefaultConfig()
 	s, err := New(cfg, sink.Env{Job: j, Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel)})
 	if err != nil {
 		t.Fatal(err)

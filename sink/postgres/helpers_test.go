@@ -68,7 +68,7 @@ func (e *env) trySink(writers int, mod func(*Config)) (*Sink, error) {
 		mod(&cfg)
 	}
 	j := &config.Job{Name: "orders"}
-	j.Checkpoint = checkpoint.DefaultConfig()
+	j.Checkpoint.Config = checkpoint.DefaultConfig()
 	j.Pipeline.Parallelism = writers
 	s, err := New(cfg, sink.Env{Job: j, FS: e.fs, Log: zerolog.New(zerolog.NewTestWriter(e.t)).Level(zerolog.InfoLevel)})
 	if err == nil {

@@ -5,13 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"net/url"
 
 	"github.com/minio/minio-go/v7"
-	"github.com/minio/minio-go/v7/pkg/credentials"
 
+	"github.com/connector-dev/connector/internal/s3conn"
 	"github.com/connector-dev/connector/sink"
 )
 
@@ -39,84 +37,38 @@ var _ client = (*minio.Core)(nil)
 
 // newClient makes the minio-go client cfg describes.
 func newClient(cfg *Config) (client, error) {
-	host, secure := "s3.amazonaws.com", true
-	if cfg.Endpoint != "" {
-		var err error
-		if host, secure, err = parseEndpoint(cfg.Endpoint); err != nil {
-			return nil, fmt.Errorf("%w: sink.endpoint: %w", sink.ErrInvalidConfig, err)
-		}
-	}
-	id, secret, token, err := cfg.credentials()
+	core, err := s3conn.NewCore(&cfg.Config, "sink")
 	if err != nil {
-		return nil, err
-	}
-	lookup := minio.BucketLookupDNS
-	if cfg.PathStyle.Or(cfg.Endpoint != "") {
-		lookup = minio.BucketLookupPath
-	}
-	core, err := minio.NewCore(host, &minio.Options{
-		Creds:        credentials.NewStaticV4(id, secret, token),
-		Secure:       secure,
-		Region:       cfg.Region,
-		BucketLookup: lookup,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("%w: sink.endpoint %s: %w", sink.ErrInvalidConfig, cfg.Endpoint, err)
+		return nil, fmt.Errorf("%w: %w", sink.ErrInvalidConfig, err)
 	}
 	return core, nil
 }
 
-// S3 error codes the sink acts on.
+// S3 error codes the sink acts on, and the reading of errors.
 const (
-	codeNoSuchUpload       = "NoSuchUpload"
-	codeNoSuchKey          = "NoSuchKey"
-	codeNoSuchBucket       = "NoSuchBucket"
-	codePreconditionFailed = "PreconditionFailed"
-	codeInvalidPart        = "InvalidPart"
+	codeNoSuchUpload       = s3conn.CodeNoSuchUpload
+	codeNoSuchKey          = s3conn.CodeNoSuchKey
+	codeNoSuchBucket       = s3conn.CodeNoSuchBucket
+	codePreconditionFailed = s3conn.CodePreconditionFailed
+	codeInvalidPart        = s3conn.CodeInvalidPart
 )
 
-// errCode returns the S3 error code of err ("" for a network error).
-func errCode(err error) string {
-	var r minio.ErrorResponse
-	if errors.As(err, &r) {
-		return r.Code
-	}
-	return minio.ToErrorResponse(err).Code
-}
+var (
+	errCode   = s3conn.Code
+	errStatus = s3conn.Status
+	notFound  = s3conn.NotFound
+)
 
-// errStatus returns the HTTP status of err (0 for a network error).
-func errStatus(err error) int {
-	var r minio.ErrorResponse
-	if errors.As(err, &r) {
-		return r.StatusCode
-	}
-	return 0
-}
-
-// notFound reports whether err says the key does not exist.
-func notFound(err error) bool {
-	c := errCode(err)
-	return c == codeNoSuchKey || (c == "" && errStatus(err) == http.StatusNotFound)
-}
-
-// transient reports whether err may go away by itself: the server did not
-// answer (a network error, a timeout), or answered 5xx, 429 or 408
-// (minio-go has retried those already). A sink error class other than
-// these (a lost or conflicting commit, a bad committable) never is.
+// transient reports whether err may go away by itself (s3conn.Transient);
+// a sink error class other than these (a lost or conflicting commit, a bad
+// committable) never is.
 func transient(err error) bool {
-	for _, final := range []error{sink.ErrCommitLost, sink.ErrCommitConflict, sink.ErrBadCommittable, sink.ErrInvalidConfig, sink.ErrLost, context.Canceled} {
+	for _, final := range []error{sink.ErrCommitLost, sink.ErrCommitConflict, sink.ErrBadCommittable, sink.ErrInvalidConfig, sink.ErrLost} {
 		if errors.Is(err, final) {
 			return false
 		}
 	}
-	var r minio.ErrorResponse
-	if errors.As(err, &r) {
-		s := r.StatusCode
-		return s >= 500 || s == http.StatusTooManyRequests || s == http.StatusRequestTimeout
-	}
-	var ne net.Error
-	var ue *url.Error
-	return errors.As(err, &ne) || errors.As(err, &ue) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, context.DeadlineExceeded)
+	return s3conn.Transient(err)
 }
 
 // errUnreachable classes the errors Recover retries (sink.Retry).

@@ -2,15 +2,13 @@ package s3
 
 import (
 	"fmt"
-	"net/url"
-	"os"
 	"regexp"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/connector-dev/connector/checkpoint"
 	"github.com/connector-dev/connector/config"
+	"github.com/connector-dev/connector/internal/s3conn"
 	"github.com/connector-dev/connector/internal/spec"
 	"github.com/connector-dev/connector/sink"
 	"github.com/connector-dev/connector/sink/internal/filefmt"
@@ -39,20 +37,9 @@ type Config struct {
 	Bucket string `yaml:"bucket" doc:"the bucket objects go to; must exist"`
 	// Prefix starts every key the sink writes, visible or not.
 	Prefix string `yaml:"prefix" doc:"prefix of every key the sink writes (e.g. out/)"`
-	// Endpoint is an S3-compatible server, http:// or https://host[:port];
-	// empty is AWS S3.
-	Endpoint string `yaml:"endpoint" doc:"http(s)://host:port of an S3-compatible server; empty: AWS S3"`
-	// Region signs the requests.
-	Region string `yaml:"region" default:"us-east-1" doc:"the bucket's region (request signing)"`
-	// PathStyle addresses the bucket in the path (http://host/bucket/key)
-	// rather than the host name; unset, it is on with an endpoint and off
-	// for AWS.
-	PathStyle OptionalBool `yaml:"path_style,omitempty" doc:"path-style requests; default: true when endpoint is set"`
-	// AccessKeyID and SecretAccessKey are the credentials; both empty: the
-	// environment's AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and
-	// AWS_SESSION_TOKEN.
-	AccessKeyID     string        `yaml:"access_key_id,omitempty" doc:"access key id; empty: AWS_ACCESS_KEY_ID from the environment"`
-	SecretAccessKey config.Secret `yaml:"secret_access_key,omitempty" doc:"secret access key; empty: AWS_SECRET_ACCESS_KEY from the environment; never printed"`
+	// Connection: endpoint, region, path_style, access_key_id,
+	// secret_access_key (package internal/s3conn).
+	s3conn.Config `yaml:",inline"`
 	// Format is jsonl (one value per line), raw (the values' bytes) or
 	// parquet (the columns Parquet names, from JSON values), as the file
 	// sink writes them.
@@ -102,43 +89,6 @@ type Config struct {
 	client client
 }
 
-// OptionalBool is a boolean that may be left unset (its zero value).
-type OptionalBool uint8
-
-// OptionalBool values.
-const (
-	Unset OptionalBool = iota
-	False
-	True
-)
-
-// Or returns b, or def when b is unset.
-func (b OptionalBool) Or(def bool) bool {
-	if b == Unset {
-		return def
-	}
-	return b == True
-}
-
-// IsZero reports whether b is unset (yaml's omitempty).
-func (b OptionalBool) IsZero() bool { return b == Unset }
-
-// UnmarshalText reads true or false.
-func (b *OptionalBool) UnmarshalText(text []byte) error {
-	v, err := strconv.ParseBool(string(text))
-	if err != nil {
-		return fmt.Errorf("%q is not a boolean", text)
-	}
-	*b = False
-	if v {
-		*b = True
-	}
-	return nil
-}
-
-// MarshalYAML writes true or false (unset is left out, by IsZero).
-func (b OptionalBool) MarshalYAML() (any, error) { return b == True, nil }
-
 // S3's limits on multipart uploads.
 const (
 	minPartSize = 5 * config.MiB
@@ -162,17 +112,13 @@ var validJob = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`)
 // Validate reports every unusable value under its key.
 func (c *Config) Validate(p *spec.Problems) {
 	p.Required("bucket", c.Bucket)
-	if strings.HasPrefix(c.Prefix, "/") {
-		p.Add("prefix", "%q: a key prefix does not start with '/'", c.Prefix)
-	}
-	if c.Endpoint != "" {
-		if _, _, err := parseEndpoint(c.Endpoint); err != nil {
-			p.Add("endpoint", "%v", err)
+	if c.Bucket != "" {
+		if err := s3conn.CheckBucket(c.Bucket); err != nil {
+			p.Add("bucket", "%v", err)
 		}
 	}
-	p.Required("region", c.Region)
-	if (c.AccessKeyID == "") != c.SecretAccessKey.IsZero() {
-		p.Add("secret_access_key", "access_key_id and secret_access_key go together: set both, or neither to take AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY from the environment")
+	if strings.HasPrefix(c.Prefix, "/") {
+		p.Add("prefix", "%q: a key prefix does not start with '/'", c.Prefix)
 	}
 	spec.OneOf(p, "format", "format", c.Format, filefmt.Formats...)
 	c.Parquet.Validate(p, c.Format)
@@ -195,28 +141,6 @@ func (c *Config) Validate(p *spec.Problems) {
 	spec.AtMost(p, "max_open_files", c.MaxOpenFiles, maxOpenFiles)
 }
 
-// parseEndpoint splits an endpoint URL into host[:port] and TLS.
-func parseEndpoint(endpoint string) (host string, secure bool, err error) {
-	u, err := url.Parse(endpoint)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.User != nil {
-		return "", false, fmt.Errorf("%q: want http://host[:port] or https://host[:port]", endpoint)
-	}
-	return u.Host, u.Scheme == "https", nil
-}
-
-// credentials returns the access key, secret and session token: the
-// configured ones, else the environment's.
-func (c *Config) credentials() (id, secret, token string, err error) {
-	if c.AccessKeyID != "" {
-		return c.AccessKeyID, c.SecretAccessKey.Value(), "", nil
-	}
-	id, secret, token = os.Getenv("AWS_ACCESS_KEY_ID"), os.Getenv("AWS_SECRET_ACCESS_KEY"), os.Getenv("AWS_SESSION_TOKEN")
-	if id == "" || secret == "" {
-		return "", "", "", fmt.Errorf("%w: sink.access_key_id: no credentials: set sink.access_key_id and sink.secret_access_key, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in the environment", sink.ErrInvalidConfig)
-	}
-	return id, secret, token, nil
-}
-
 // fill completes a Config built in code (the config layer has already
 // filled and checked one from a file) and checks it, with the job name.
 func (c *Config) fill() error {
@@ -230,7 +154,7 @@ func (c *Config) fill() error {
 		c.Parallelism = 1
 	}
 	var p spec.Problems
-	c.Validate(p.At("sink"))
+	spec.ValidateAll(c, "sink", &p)
 	if !validJob.MatchString(c.Job) {
 		p.Add("name", "%q: a job name in object keys needs 1-100 of [A-Za-z0-9._-], starting with a letter or digit", c.Job)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/connector-dev/connector/config"
+	"github.com/connector-dev/connector/internal/s3conn"
 	"github.com/connector-dev/connector/sink"
 	_ "github.com/connector-dev/connector/source/kafka" // source.type: kafka, for whole job files
 )
@@ -31,7 +32,7 @@ func TestConfigLoadsWithDefaults(t *testing.T) {
 	}
 	c := j.Sink.Config.(*Config)
 	if c.Bucket != "out" || c.Region != "us-east-1" || c.Format != "jsonl" || c.PartSize != 16*config.MiB || c.RollSize != 128*config.MiB ||
-		c.RollAge != time.Minute || c.RollOnCheckpoint || c.PathStyle != Unset || !c.PathStyle.Or(c.Endpoint != "") {
+		c.RollAge != time.Minute || c.RollOnCheckpoint || c.PathStyle != s3conn.Unset || !c.PathStyle.Or(c.Endpoint != "") {
 		t.Errorf("config %+v", c)
 	}
 	dump, err := j.Dump()
@@ -77,27 +78,6 @@ func TestNewRefusesAMissingBucketAndRefusedCredentials(t *testing.T) {
 	_, err = New(testConfig(f, nil), zerolog.Nop())
 	if !errors.Is(err, sink.ErrInvalidConfig) || !strings.Contains(err.Error(), "credentials") || strings.Contains(err.Error(), "secret") {
 		t.Fatalf("refused credentials: %v", err)
-	}
-}
-
-// Without configured keys the environment's are taken; with neither, New
-// says what to set.
-func TestCredentialsComeFromTheEnvironment(t *testing.T) {
-	t.Setenv("AWS_ACCESS_KEY_ID", "env-id")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "env-secret")
-	t.Setenv("AWS_SESSION_TOKEN", "env-token")
-	c := Config{}
-	id, secret, token, err := c.credentials()
-	if err != nil || id != "env-id" || secret != "env-secret" || token != "env-token" {
-		t.Fatalf("credentials() = %q %q %q %v", id, secret, token, err)
-	}
-	c = Config{AccessKeyID: "cfg-id", SecretAccessKey: config.NewSecret("cfg-secret")}
-	if id, secret, token, _ := c.credentials(); id != "cfg-id" || secret != "cfg-secret" || token != "" {
-		t.Fatalf("configured credentials: %q %q %q", id, secret, token)
-	}
-	t.Setenv("AWS_ACCESS_KEY_ID", "")
-	if _, _, _, err := (&Config{}).credentials(); !errors.Is(err, sink.ErrInvalidConfig) || !strings.Contains(err.Error(), "AWS_ACCESS_KEY_ID") {
-		t.Fatalf("no credentials: %v", err)
 	}
 }
 

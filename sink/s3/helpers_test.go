@@ -13,6 +13,7 @@ import (
 
 	"github.com/connector-dev/connector/checkpoint"
 	"github.com/connector-dev/connector/config"
+	"github.com/connector-dev/connector/internal/s3conn"
 	"github.com/connector-dev/connector/record"
 	"github.com/connector-dev/connector/sink"
 )
@@ -50,7 +51,7 @@ func (c *clock) advance(d time.Duration) {
 func testConfig(f *fakeS3, mod func(*Config)) Config {
 	cfg := Config{
 		Bucket: testBucket, Job: testJob, Parallelism: 1,
-		AccessKeyID: "id", SecretAccessKey: config.NewSecret("secret"),
+		Config:   s3conn.Config{AccessKeyID: "id", SecretAccessKey: config.NewSecret("secret")},
 		PartSize: testPart, RollSize: 8 * testPart, RollAge: time.Hour,
 		Now: newClock().Now, minPartSize: testPart, client: f,
 	}

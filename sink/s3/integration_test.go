@@ -15,6 +15,7 @@ import (
 
 	"github.com/connector-dev/connector/checkpoint"
 	"github.com/connector-dev/connector/config"
+	"github.com/connector-dev/connector/internal/s3conn"
 	"github.com/connector-dev/connector/internal/s3test"
 	"github.com/connector-dev/connector/sink"
 )
@@ -40,9 +41,9 @@ func newRealEnv(t *testing.T) realEnv {
 
 func (e realEnv) config(mod func(*Config)) Config {
 	cfg := Config{
-		Bucket: e.bucket, Prefix: "out/", Endpoint: e.srv.Endpoint, Region: e.srv.Region,
-		AccessKeyID: e.srv.AccessKey, SecretAccessKey: config.NewSecret(e.srv.SecretKey),
-		Job: testJob, Parallelism: 1, PartSize: 5 * config.MiB, RollSize: 12 * config.MiB, RollAge: time.Hour,
+		Bucket: e.bucket, Prefix: "out/",
+		Config: s3conn.Config{Endpoint: e.srv.Endpoint, Region: e.srv.Region, AccessKeyID: e.srv.AccessKey, SecretAccessKey: config.NewSecret(e.srv.SecretKey)},
+		Job:    testJob, Parallelism: 1, PartSize: 5 * config.MiB, RollSize: 12 * config.MiB, RollAge: time.Hour,
 	}
 	if mod != nil {
 		mod(&cfg)
