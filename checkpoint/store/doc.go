@@ -75,6 +75,17 @@
 //     start without a checkpoint), and remove state files that no
 //     checkpoint on disk references.
 //
+// # Shared storage
+//
+// With a Remote attached (AttachRemote, for checkpoint.storage), Persist
+// first uploads the state files the checkpoint references that the remote
+// lacks, then its metadata, and only then performs steps 1-4; a failure of
+// either side is ErrNotDurable. At start, AttachRemote copies every
+// checkpoint on the remote newer than the newest valid local one into the
+// local directories (state files, then metadata), so LoadLatest restores
+// the newest saved anywhere. Collect applies retention on the remote too.
+// remote.go has the details.
+//
 // # Restart
 //
 // Open removes leftover temp files and records the highest id on disk
