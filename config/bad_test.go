@@ -152,6 +152,7 @@ func TestBadConfigsNameFileLineAndKey(t *testing.T) {
 			yaml: doc("name: orders", "kafka: {brokers: [localhost:9092]}", "source: {topics: [orders]}", "sink:", "  type: kafka", "  topic: orders", "  brokers: [other:90x]", "  sasl: {mechanism: plain, username: u}", "  compression: brotli"),
 			want: "config.yaml:7: sink.brokers[0]: port \"90x\" of \"other:90x\" is not a number from 1 to 65535\n" +
 				"config.yaml:8: sink.sasl.password: is required with mechanism PLAIN\n" +
+				"config.yaml:8: sink.sasl.mechanism: PLAIN without TLS sends the password across the network in clear: set tls (enabled: true, or ca_file) beside sasl, or, on a network you trust, sasl.allow_cleartext: true\n" +
 				"config.yaml:9: sink.compression: unknown compression \"brotli\" (want none, gzip, snappy, lz4 or zstd)",
 		},
 		{

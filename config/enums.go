@@ -9,6 +9,8 @@ const (
 	SASLPlain       SASLMechanism = "PLAIN"
 	SASLScramSHA256 SASLMechanism = "SCRAM-SHA-256"
 	SASLScramSHA512 SASLMechanism = "SCRAM-SHA-512"
+	SASLOAuthBearer SASLMechanism = "OAUTHBEARER"
+	SASLAWSMSKIAM   SASLMechanism = "AWS_MSK_IAM"
 )
 
 // DecodeErrorPolicy says what to do with a record that cannot be decoded.

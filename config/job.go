@@ -43,16 +43,51 @@ type Kafka struct {
 	TLS      TLS      `yaml:"tls" doc:"TLS to the brokers"`
 }
 
-// SASL authentication; off when Mechanism is empty.
+// SASL authentication; off when Mechanism is empty. PLAIN and SCRAM take
+// a username and password; OAUTHBEARER a token from a file or a command;
+// AWS_MSK_IAM AWS credentials (the keys here, else AWS_* from the
+// environment).
 type SASL struct {
-	Mechanism SASLMechanism `yaml:"mechanism,omitempty" doc:"PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512"`
-	Username  string        `yaml:"username,omitempty" doc:"required with a mechanism"`
-	Password  Secret        `yaml:"password,omitempty" doc:"required with a mechanism; never printed"`
+	Mechanism SASLMechanism `yaml:"mechanism,omitempty" doc:"PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER or AWS_MSK_IAM"`
+	Username  string        `yaml:"username,omitempty" doc:"PLAIN and SCRAM: required"`
+	Password  Secret        `yaml:"password,omitempty" doc:"PLAIN and SCRAM: required; never printed"`
+	// TokenFile and TokenCommand give the OAUTHBEARER token, read (or run)
+	// at every authentication, so a token refreshed by something else is
+	// picked up on the next connection.
+	TokenFile    string `yaml:"token_file,omitempty" doc:"OAUTHBEARER: a file holding the token (re-read at every authentication)"`
+	TokenCommand string `yaml:"token_command,omitempty" doc:"OAUTHBEARER: a command (sh -c) printing the token, run at every authentication"`
+	// AccessKeyID and SecretAccessKey are AWS_MSK_IAM's credentials; both
+	// empty: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and
+	// AWS_SESSION_TOKEN from the environment.
+	AccessKeyID     string `yaml:"access_key_id,omitempty" doc:"AWS_MSK_IAM: access key id; empty: AWS_ACCESS_KEY_ID from the environment"`
+	SecretAccessKey Secret `yaml:"secret_access_key,omitempty" doc:"AWS_MSK_IAM: secret access key; empty: AWS_SECRET_ACCESS_KEY from the environment; never printed"`
+	// AllowCleartext allows PLAIN and OAUTHBEARER without TLS, where the
+	// password or token crosses the network readable by anyone on the path.
+	AllowCleartext bool `yaml:"allow_cleartext,omitempty" doc:"allow PLAIN or OAUTHBEARER without kafka.tls (the secret crosses the network in clear)"`
 }
 
-// TLS to the brokers, with the system's root CAs.
+// TLS to the brokers. Any key set turns TLS on; enabled: true alone
+// trusts the system's root CAs.
 type TLS struct {
-	Enabled bool `yaml:"enabled" doc:"connect with TLS"`
+	Enabled bool `yaml:"enabled" doc:"connect with TLS (implied by any other tls key)"`
+	// CAFile: PEM certificates of the CAs that sign the brokers'
+	// certificates, instead of the system's roots.
+	CAFile string `yaml:"ca_file,omitempty" doc:"PEM file of the CA certificates to trust (default: the system's)"`
+	// CertFile and KeyFile: a client certificate and its key (PEM), for
+	// listeners that authenticate clients by certificate (mTLS).
+	CertFile string `yaml:"cert_file,omitempty" doc:"PEM client certificate (mTLS), with key_file"`
+	KeyFile  string `yaml:"key_file,omitempty" doc:"PEM private key of cert_file"`
+	// ServerName is the name checked in the brokers' certificates instead
+	// of the host of each address.
+	ServerName string `yaml:"server_name,omitempty" doc:"name to verify in the brokers' certificates (default: each broker's host)"`
+	// InsecureSkipVerify accepts any certificate: encryption without
+	// authentication of the broker. Logged at warn at every start.
+	InsecureSkipVerify bool `yaml:"insecure_skip_verify,omitempty" doc:"accept any broker certificate (no authentication of the broker; logged loudly)"`
+}
+
+// On reports whether connections use TLS.
+func (t *TLS) On() bool {
+	return t.Enabled || t.CAFile != "" || t.CertFile != "" || t.KeyFile != "" || t.ServerName != "" || t.InsecureSkipVerify
 }
 
 // State is where operator state (Pebble) lives.

@@ -20,7 +20,7 @@ func secretJob(t *testing.T) *config.Job {
 		"name: orders",
 		"kafka:",
 		"  brokers: [localhost:9092]",
-		"  sasl: {mechanism: PLAIN, username: connector, password: \"${KAFKA_PASSWORD}\"}",
+		"  sasl: {mechanism: PLAIN, username: connector, password: \"${KAFKA_PASSWORD}\", allow_cleartext: true}",
 		"source: {topics: [orders]}",
 		"sink: {type: stdout}",
 	), map[string]string{"KAFKA_PASSWORD": saslPassword})

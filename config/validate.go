@@ -2,6 +2,7 @@ package config
 
 import (
 	"math"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -71,23 +72,61 @@ func (k *Kafka) Validate(p *Problems) {
 			p.Add(indexKey("brokers", i), "%s", msg)
 		}
 	}
-	s := k.SASL
+	k.TLS.validate(p)
+	k.SASL.validate(p, k.TLS.On())
+}
+
+func (t *TLS) validate(p *Problems) {
+	if t.CertFile != "" || t.KeyFile != "" || t.CAFile != "" {
+		if _, err := t.Config(); err != nil {
+			p.Add(err.key, "%s", err.msg)
+		}
+	}
+}
+
+func (s *SASL) validate(p *Problems, tls bool) {
+	userPass := func() {
+		if s.Username == "" {
+			p.Add("sasl.username", "is required with mechanism %s", s.Mechanism)
+		}
+		if s.Password.Value() == "" {
+			p.Add("sasl.password", "is required with mechanism %s", s.Mechanism)
+		}
+	}
+	cleartext := func(what string) {
+		if !tls && !s.AllowCleartext {
+			p.Add("sasl.mechanism", "%s without TLS sends the %s across the network in clear: set tls (enabled: true, or ca_file) beside sasl, or, on a network you trust, sasl.allow_cleartext: true", s.Mechanism, what)
+		}
+	}
 	switch s.Mechanism {
 	case SASLNone:
-		if s.Username != "" || s.Password.Value() != "" {
-			p.Add("sasl.mechanism", "is required when a username or password is set")
+		if s.Username != "" || s.Password.Value() != "" || s.TokenFile != "" || s.TokenCommand != "" {
+			p.Add("sasl.mechanism", "is required when a username, password or token is set")
 		}
-		return
-	case SASLPlain, SASLScramSHA256, SASLScramSHA512:
+	case SASLPlain:
+		userPass()
+		cleartext("password")
+	case SASLScramSHA256, SASLScramSHA512:
+		userPass()
+	case SASLOAuthBearer:
+		if (s.TokenFile == "") == (s.TokenCommand == "") {
+			p.Add("sasl.token_file", "OAUTHBEARER needs one of token_file and token_command")
+		}
+		if s.TokenFile != "" {
+			if _, err := os.Stat(s.TokenFile); err != nil {
+				p.Add("sasl.token_file", "%v", err)
+			}
+		}
+		cleartext("token")
+	case SASLAWSMSKIAM:
+		if (s.AccessKeyID == "") != s.SecretAccessKey.IsZero() {
+			p.Add("sasl.secret_access_key", "access_key_id and secret_access_key go together: set both, or neither to take AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY from the environment")
+		}
+		if !tls {
+			p.Add("sasl.mechanism", "AWS_MSK_IAM needs TLS: set tls.enabled: true beside sasl (MSK's IAM listeners take TLS only)")
+		}
 	default:
-		spec.OneOf(p, "sasl.mechanism", "SASL mechanism", s.Mechanism, SASLPlain, SASLScramSHA256, SASLScramSHA512)
-		return
-	}
-	if s.Username == "" {
-		p.Add("sasl.username", "is required with mechanism %s", s.Mechanism)
-	}
-	if s.Password.Value() == "" {
-		p.Add("sasl.password", "is required with mechanism %s", s.Mechanism)
+		spec.OneOf(p, "sasl.mechanism", "SASL mechanism", s.Mechanism, SASLPlain, SASLScramSHA256, SASLScramSHA512, SASLOAuthBearer, SASLAWSMSKIAM)
 	}
 }
 

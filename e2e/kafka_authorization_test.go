@@ -39,7 +39,7 @@ func TestKafkaSinkAuthorizationFailuresStopTheJobNamingThem(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			j := newJob(t, b, jobSpec{Parallelism: 2, KafkaSink: &kafkaSinkSpec{}, Config: map[string]map[string]any{
-				"kafka":      {"brokers": []string{sasl}, "sasl": map[string]any{"mechanism": "PLAIN", "username": tightUser, "password": tightPassword}},
+				"kafka":      {"brokers": []string{sasl}, "sasl": map[string]any{"mechanism": "PLAIN", "username": tightUser, "password": tightPassword, "allow_cleartext": true}},
 				"checkpoint": {"timeout": "5s"},
 				"sink":       {"transaction_timeout": "6s"},
 				"restart":    {"initial_backoff": "100ms"},

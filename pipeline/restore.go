@@ -209,7 +209,7 @@ func (a *attempt) openDeadLetter(r *restoredJob) error {
 	if r.bad.policy != "dead_letter" {
 		return nil
 	}
-	dlq, err := kgo.NewClient(append(kafkaclient.Opts(cfg.Kafka), kgo.WithHooks(a.j.metrics.kafka.Hooks("dead-letter")...))...)
+	dlq, err := kgo.NewClient(append(kafkaclient.Opts(cfg.Kafka, a.j.log), kgo.WithHooks(a.j.metrics.kafka.Hooks("dead-letter")...))...)
 	if err != nil {
 		return fmt.Errorf("dead-letter producer: %w", err)
 	}

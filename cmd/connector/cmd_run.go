@@ -14,6 +14,7 @@ import (
 	"github.com/connector-dev/connector/config"
 	"github.com/connector-dev/connector/internal/crashpoint"
 	"github.com/connector-dev/connector/internal/httpapi"
+	"github.com/connector-dev/connector/internal/kafkaclient"
 	"github.com/connector-dev/connector/internal/metrics"
 	"github.com/connector-dev/connector/pipeline"
 	"github.com/connector-dev/connector/sink"
@@ -48,10 +49,11 @@ func runRun(ctx context.Context, args []string, _, stderr io.Writer) int {
 	}
 	if err := runJob(ctx, job, log, newRegistry(), nil); err != nil {
 		log.Error().Err(err).Msg("job failed")
-		if errors.Is(err, sink.ErrInvalidConfig) || errors.Is(err, s3storage.ErrInvalidConfig) {
+		if errors.Is(err, sink.ErrInvalidConfig) || errors.Is(err, s3storage.ErrInvalidConfig) || errors.Is(err, kafkaclient.ErrMisconfigured) {
 			// The config's fault, found only by asking the sink's system
 			// or the checkpoint storage (a table, topic or bucket that does
-			// not exist): exit 2, as validate.
+			// not exist, refused credentials, a certificate not trusted):
+			// exit 2, as validate.
 			fmt.Fprintf(stderr, "%s: %v\n", job.File(), err)
 			return exitUsage
 		}
@@ -87,11 +89,24 @@ func runJob(ctx context.Context, cfg *config.Job, log zerolog.Logger, reg *prome
 		defer cancel()
 		_ = srv.Close(sctx)
 	}()
-	log.Info().Str("http", srv.Addr()).Str("config", cfg.File()).Msg("connector starting")
+	log.Info().Str("version", version).Str("http", srv.Addr()).Str("config", cfg.File()).Msg("connector starting")
+	warnInsecure(log, cfg)
 	if started != nil {
 		started(srv.Addr())
 	}
 	return job.Run(ctx)
+}
+
+// warnInsecure says loudly, at every start, what weakens the connection
+// to the brokers.
+func warnInsecure(log zerolog.Logger, cfg *config.Job) {
+	k := cfg.Kafka
+	if k.TLS.InsecureSkipVerify {
+		log.Warn().Str("key", "kafka.tls.insecure_skip_verify").Msg("INSECURE: the brokers' certificates are not verified: anyone on the network path can pose as the cluster and read or change every record")
+	}
+	if k.SASL.AllowCleartext && !k.TLS.On() && (k.SASL.Mechanism == config.SASLPlain || k.SASL.Mechanism == config.SASLOAuthBearer) {
+		log.Warn().Str("key", "kafka.sasl.allow_cleartext").Str("mechanism", string(k.SASL.Mechanism)).Msg("INSECURE: the SASL secret crosses the network in clear (no kafka.tls)")
+	}
 }
 
 // newLogger logs JSON lines to w, one event per line, with timestamps.

@@ -41,7 +41,7 @@ func TestValidatePrintShowsEffectiveConfigWithoutSecrets(t *testing.T) {
 	path := writeFile(t, "job.yaml", `name: orders
 kafka:
   brokers: [localhost:9092]
-  sasl: {mechanism: PLAIN, username: me, password: "${KAFKA_PASSWORD}"}
+  sasl: {mechanism: SCRAM-SHA-256, username: me, password: "${KAFKA_PASSWORD}"}
 source: {topics: [orders]}
 sink: {type: stdout}
 `)

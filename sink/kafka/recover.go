@@ -342,7 +342,7 @@ func (s *Sink) readSegment(ctx context.Context, seg segment) (segmentLog, error)
 		starts[r.Topic][r.Partition] = kgo.NewOffset().At(r.First)
 		ranges[topicPartition{r.Topic, r.Partition}] = r
 	}
-	cl, err := kgo.NewClient(append(kafkaclient.Opts(s.conn), kgo.ConsumePartitions(starts), kgo.FetchIsolationLevel(kgo.ReadUncommitted()),
+	cl, err := kgo.NewClient(append(kafkaclient.Opts(s.conn, s.log), kgo.ConsumePartitions(starts), kgo.FetchIsolationLevel(kgo.ReadUncommitted()),
 		kgo.KeepControlRecords(), kgo.ConsumeResetOffset(kgo.NoResetOffset()))...)
 	if err != nil {
 		return back, err

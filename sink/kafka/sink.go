@@ -62,7 +62,7 @@ var (
 // New makes the sink; it does not contact the cluster (Recover does).
 func New(cfg Config, env sink.Env) (*Sink, error) {
 	conn := cfg.cluster(env.Job)
-	opts := append(kafkaclient.Opts(conn), kgo.RequestTimeoutOverhead(10*time.Second))
+	opts := append(kafkaclient.Opts(conn, env.Log), kgo.RequestTimeoutOverhead(10*time.Second))
 	admin, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("%w: kafka sink: %w", sink.ErrInvalidConfig, err)
@@ -93,7 +93,7 @@ func (s *Sink) recoveryID(writer int) string {
 
 // client makes a client for transactional id id.
 func (s *Sink) client(id string, extra ...kgo.Opt) (*kgo.Client, error) {
-	opts := append(kafkaclient.Opts(s.conn),
+	opts := append(kafkaclient.Opts(s.conn, s.log),
 		kgo.TransactionalID(id),
 		kgo.TransactionTimeout(s.cfg.TransactionTimeout),
 		kgo.RequiredAcks(kgo.AllISRAcks()),

@@ -25,9 +25,9 @@ const (
 func classify(what string, err error) error {
 	var ke *kerr.Error
 	if errors.As(err, &ke) && !ke.Retriable {
-		return fmt.Errorf("%w: %s: %v", source.ErrPermanent, what, err)
+		return fmt.Errorf("%w: %s: %w", source.ErrPermanent, what, err)
 	}
-	return fmt.Errorf("%w: %s: %v", ErrUnreachable, what, err)
+	return fmt.Errorf("%w: %s: %w", ErrUnreachable, what, err)
 }
 
 // topicIDs looks up the ID of every configured topic. A topic that does

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/connector-dev/connector/internal/kafkaclient"
 	"github.com/connector-dev/connector/source"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -46,6 +47,28 @@ type Options struct {
 	// makes: "source-admin", and "source-<i>" for reader i's (see
 	// source.Env.KafkaHooks).
 	Hooks func(client string) []kgo.Hook
+	// Explain, if not nil, names the likely cause of a failure to reach
+	// the brokers (kafkaclient.Explain); misconfigured ones end Open
+	// (classed kafkaclient.ErrMisconfigured), the others are retried with
+	// the cause logged.
+	Explain func(error) (hint string, misconfigured bool)
+}
+
+// explain turns a misconfigured connection into an error classed
+// kafkaclient.ErrMisconfigured and source.ErrPermanent, and adds the
+// likely cause to the others.
+func (c Options) explain(err error) error {
+	if err == nil || c.Explain == nil {
+		return err
+	}
+	hint, misconfigured := c.Explain(err)
+	switch {
+	case misconfigured:
+		return fmt.Errorf("%w: %w: %s (%v)", source.ErrPermanent, kafkaclient.ErrMisconfigured, hint, err)
+	case hint != "":
+		return fmt.Errorf("%w (likely cause: %s)", err, hint)
+	}
+	return err
 }
 
 // clientOpts are the options of the client called name.

@@ -101,7 +101,8 @@ func open(ctx context.Context, cfg any, env source.Env) (source.Source, error) {
 		Readers:          env.Readers,
 		DiscoverInterval: env.DiscoverEvery,
 		Hooks:            env.KafkaHooks,
-		ClientOpts: append(kafkaclient.Opts(env.Job.Kafka),
+		Explain:          func(err error) (string, bool) { return kafkaclient.Explain(err, env.Job.Kafka) },
+		ClientOpts: append(kafkaclient.Opts(env.Job.Kafka, env.Log),
 			kgo.FetchMaxBytes(int32(c.FetchMaxBytes)),
 			kgo.FetchMaxPartitionBytes(int32(c.FetchMaxPartitionBytes))),
 	}, restored, env.Log)

@@ -63,7 +63,7 @@ func Open(ctx context.Context, cfg Options, restored *position, log zerolog.Logg
 	err = retry(ctx, log, "resolve start offsets", func(ctx context.Context) error {
 		var err error
 		starts, err = s.resolve(ctx, restored)
-		return err
+		return cfg.explain(err)
 	})
 	if err != nil {
 		admin.Close()
@@ -235,7 +235,7 @@ func (s *Source) listEdges(ctx context.Context, end bool) (Offsets, error) {
 	}
 	if err := errors.Join(errs...); err != nil {
 		if !errors.Is(err, source.ErrPermanent) {
-			err = fmt.Errorf("%w: %v", ErrUnreachable, err)
+			err = fmt.Errorf("%w: %w", ErrUnreachable, err)
 		}
 		return nil, err
 	}
