@@ -46,6 +46,8 @@ var absurdNumbers = []struct {
 	{with("checkpoint: {interval: " + years100 + "}"),
 		"config.yaml:5: checkpoint.interval: must be at most 168h0m0s, got 876000h0m0s\n" +
 			"config.yaml:5: checkpoint.initial_delay: must be at most 168h0m0s, got 876000h0m0s"}, // its default is @interval
+	{with("http: {stall_intervals: " + maxInt64 + "}"),
+		"config.yaml:5: http.stall_intervals: must be between 0 and 604800, got " + maxInt64},
 	{with("checkpoint: {timeout: " + years100 + "}"),
 		"config.yaml:5: checkpoint.timeout: must be at most 168h0m0s, got 876000h0m0s"},
 	{with("checkpoint: {min_pause: " + years100 + "}"),

@@ -136,6 +136,12 @@ type OnDecodeError struct {
 // HTTP is the status server: /healthz /readyz /metrics /api/checkpoints.
 type HTTP struct {
 	Addr string `yaml:"addr" default:"127.0.0.1:8080" doc:"host:port of /healthz /readyz /metrics /api/checkpoints"`
+	// StallIntervals: /healthz answers 503 when no checkpoint has
+	// completed for this many checkpoint intervals (and at least
+	// checkpoint.timeout plus one interval) while records wait in the
+	// input: a wedged pipeline, which an orchestrator's liveness probe
+	// then restarts. 0: /healthz is 200 while the process runs.
+	StallIntervals int `yaml:"stall_intervals" default:"120" doc:"/healthz fails after this many checkpoint intervals (at least checkpoint.timeout + 1 interval) without a completed checkpoint while records wait; 0: never"`
 }
 
 // Restart is the in-process restart policy after a task fails: the job

@@ -196,7 +196,11 @@ func (h *HTTP) Validate(p *Problems) {
 	if msg := addrProblem(h.Addr, 0); msg != "" {
 		p.Add("addr", "%s", msg)
 	}
+	p.Between("stall_intervals", h.StallIntervals, 0, stallIntervalsLimit)
 }
+
+// stallIntervalsLimit bounds http.stall_intervals (a week at 1 s).
+const stallIntervalsLimit = 604800
 
 // backoffLimit bounds the restart backoffs: a job that should wait longer
 // is better restarted by its supervisor. It also keeps the doubling of the

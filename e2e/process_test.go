@@ -212,6 +212,74 @@ func (j *job) cleanup() {
 		}
 	}
 	j.logLevels()
+	j.checkLogLines()
+}
+
+// checkLogLines parses every line every run wrote to stderr strictly: one
+// JSON object per line, each key once, a level, a time and a message. A
+// SIGKILL may cut the last line short, and a run that exits 2 ends with
+// the config file's name and the problem, for a human; only that last line
+// may be another thing.
+func (j *job) checkLogLines() {
+	for _, p := range j.runs {
+		data, err := os.ReadFile(p.logPath)
+		if err != nil {
+			j.t.Errorf("read %s: %v", p.logPath, err)
+			continue
+		}
+		lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+		for i, line := range lines {
+			if line == "" {
+				continue
+			}
+			if err := strictLogLine(line); err != nil {
+				if i == len(lines)-1 && p.killedBy(syscall.SIGKILL) && !strings.HasSuffix(string(data), "\n") {
+					continue // cut by the kill
+				}
+				if i == len(lines)-1 && p.exited() && p.state.ExitCode() == 2 && strings.HasPrefix(line, j.dir) {
+					continue // `connector run`'s last word on a config fault: "<config file>: <problem>", as validate's
+				}
+				j.t.Errorf("%s line %d: %v: %s", p.logPath, i+1, err, line)
+			}
+		}
+	}
+}
+
+// strictLogLine checks one log line: a flat JSON object whose keys are all
+// distinct, with level, time and message.
+func strictLogLine(line string) error {
+	dec := json.NewDecoder(strings.NewReader(line))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return fmt.Errorf("not a JSON object")
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		k, _ := t.(string)
+		if seen[k] {
+			return fmt.Errorf("key %q twice", k)
+		}
+		seen[k] = true
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return fmt.Errorf("value of %q: %w", k, err)
+		}
+	}
+	if _, err := dec.Token(); err != nil {
+		return err
+	}
+	if dec.More() {
+		return fmt.Errorf("more than one JSON value on the line")
+	}
+	for _, k := range []string{"level", "time", "message"} {
+		if !seen[k] {
+			return fmt.Errorf("no %q", k)
+		}
+	}
+	return nil
 }
 
 // logLevels summarises the warnings and errors the runs logged: a count per

@@ -31,6 +31,7 @@ type driver struct {
 	events    chan checkpoint.Event
 	metrics   *jobMetrics
 	health    *health
+	history   *history
 	log       zerolog.Logger
 	onCommit  func(checkpoint.Metadata, restored) // after a checkpoint is committed; may be nil
 	persisted map[checkpoint.ID]persisted
@@ -139,6 +140,7 @@ func (d *driver) perform(ctx context.Context, a checkpoint.Action) checkpoint.Ev
 	}
 	switch a := a.(type) {
 	case checkpoint.TriggerSources:
+		d.history.triggered(a.ID, a.Timestamp)
 		for _, r := range d.readers {
 			r.Trigger(a.ID, a.Timestamp)
 		}
@@ -205,9 +207,15 @@ func (d *driver) complete(ctx context.Context, a checkpoint.NotifyComplete) {
 	// duration = acked (trigger to the last task's ack: barriers, alignment,
 	// snapshots, pre-commits) + persist (metadata durable) + commit (the
 	// sinks' commit, after the checkpoint became durable) + small gaps.
-	d.log.Info().Uint64("checkpoint", uint64(a.ID)).Dur("duration", took).
-		Dur("acked", p.acked.Sub(a.Timestamp)).Dur("persist", p.durable.Sub(p.acked)).Dur("commit", committed).
-		Dur("sync", a.Totals.Sync).Dur("async", a.Totals.Async).Dur("alignment", a.Totals.Alignment).Int64("state_bytes", a.Totals.Bytes).
+	d.history.end(a.ID, now, func(c *CheckpointRecord) {
+		c.Status, c.DurationMS = statusCompleted, ms(took)
+		c.AckedMS, c.PersistMS, c.CommitMS = ms(p.acked.Sub(a.Timestamp)), ms(p.durable.Sub(p.acked)), ms(committed)
+		c.SyncMS, c.AsyncMS, c.AlignmentMS = ms(a.Totals.Sync), ms(a.Totals.Async), ms(a.Totals.Alignment)
+		c.StateBytes, c.Committables = a.Totals.Bytes, len(r.committables)
+	})
+	d.log.Info().Uint64("checkpoint", uint64(a.ID)).Dur("duration_ms", took).
+		Dur("acked_ms", p.acked.Sub(a.Timestamp)).Dur("persist_ms", p.durable.Sub(p.acked)).Dur("commit_ms", committed).
+		Dur("sync_ms", a.Totals.Sync).Dur("async_ms", a.Totals.Async).Dur("alignment_ms", a.Totals.Alignment).Int64("state_bytes", a.Totals.Bytes).
 		Int("committables", len(r.committables)).Msg("checkpoint completed")
 	if d.onCommit != nil {
 		d.onCommit(md, r)
@@ -256,6 +264,7 @@ func (d *driver) abort(a checkpoint.Abort) {
 	}
 	d.metrics.checkpointsFailed.Inc()
 	d.health.checkpointFailed(a.Reason, d.now())
+	d.history.end(a.ID, d.now(), func(c *CheckpointRecord) { c.Status, c.Reason = statusFailed, a.Reason.Error() })
 	d.log.Warn().Uint64("checkpoint", uint64(a.ID)).Err(a.Reason).Msg("checkpoint aborted; its output stays pending for the next one")
 }
 

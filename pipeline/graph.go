@@ -64,7 +64,7 @@ func (a *attempt) build(r *restoredJob) (*graph, error) {
 	g.driver = &driver{
 		coord: coord, store: r.store, readers: g.readers, stopAt: &g.stopAt, sink: r.sink, writers: writers, workers: g.workers,
 		offsets: newOffsetCommitter(r.source, j.metrics, log),
-		events:  g.events, metrics: j.metrics, health: &j.health, log: log,
+		events:  g.events, metrics: j.metrics, health: &j.health, history: &j.history, log: log,
 		persisted: map[checkpoint.ID]persisted{},
 		onCommit: func(md checkpoint.Metadata, rs restored) {
 			a.progress = true

@@ -47,6 +47,7 @@ type Job struct {
 	spawn         func(func())   // runs a snapshot's asynchronous part
 	rand          func() float64 // the Coordinator's randomness (initial delay)
 	health        health
+	history       history
 	last          atomic.Pointer[Completion]
 }
 
@@ -61,11 +62,13 @@ func New(cfg *config.Job, opts Options) *Job {
 	if opts.Stdout == nil {
 		opts.Stdout = os.Stdout
 	}
-	return &Job{
+	j := &Job{
 		cfg: cfg, fs: opts.FS, log: opts.Log.With().Str("job", cfg.Name).Logger(),
 		metrics: newJobMetrics(opts.Registry), discoverEvery: opts.DiscoverEvery, stdout: opts.Stdout,
 		spawn: func(f func()) { go f() }, rand: rand.Float64,
 	}
+	j.health.recordsIn = func() int64 { return int64(counterValue(j.metrics.recordsIn)) }
+	return j
 }
 
 // ErrTooManyFailures: the job failed restart.max_failures times in a row.
@@ -108,7 +111,7 @@ func (j *Job) Run(ctx context.Context) error {
 			return fmt.Errorf("%w (%d): last error: %w", ErrTooManyFailures, failures, err)
 		}
 		j.metrics.restarts.Inc()
-		j.log.Error().Err(err).Int("failures", failures).Dur("backoff", backoff).Msg("job failed; restarting from the last completed checkpoint")
+		j.log.Error().Err(err).Int("failures", failures).Dur("backoff_ms", backoff).Msg("job failed; restarting from the last completed checkpoint")
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("stopped while failing: %w", err)
@@ -118,11 +121,17 @@ func (j *Job) Run(ctx context.Context) error {
 	}
 }
 
-// Status is what /api/checkpoints shows about the running job.
+// Status is what /api/checkpoints shows about the running job: readiness
+// and liveness with their reasons, the last completed checkpoint, the
+// counts by outcome and the history of the last checkpoints, newest first.
 type Status struct {
-	Ready         bool        `json:"ready"`
-	NotReady      string      `json:"not_ready,omitempty"` // why, when not ready
-	LastCompleted *Completion `json:"last_completed,omitempty"`
+	Ready         bool               `json:"ready"`
+	NotReady      string             `json:"not_ready,omitempty"` // why, when not ready
+	Live          bool               `json:"live"`
+	NotLive       string             `json:"not_live,omitempty"` // why /healthz fails
+	LastCompleted *Completion        `json:"last_completed,omitempty"`
+	Counts        Counts             `json:"counts"`
+	History       []CheckpointRecord `json:"history"`
 }
 
 // Completion describes the last completed checkpoint.
@@ -136,9 +145,13 @@ type Completion struct {
 
 // Status returns the job's current status; safe from any goroutine.
 func (j *Job) Status() Status {
-	st := Status{Ready: true, LastCompleted: j.last.Load()}
+	st := Status{Ready: true, Live: true, LastCompleted: j.last.Load()}
 	if err := j.Ready(); err != nil {
 		st.Ready, st.NotReady = false, err.Error()
 	}
+	if err := j.Live(); err != nil {
+		st.Live, st.NotLive = false, err.Error()
+	}
+	st.History, st.Counts = j.history.snapshot()
 	return st
 }

@@ -35,7 +35,7 @@ func (r Retry) Do(ctx context.Context, what string, fn func() error) error {
 		if r.BeforeWait != nil {
 			r.BeforeWait()
 		}
-		r.Log.Warn().Err(err).Int("attempt", attempt).Dur("backoff", backoff).Msgf("%s: %s unreachable %s; retrying", r.Name, r.System, what)
+		r.Log.Warn().Err(err).Int("attempt", attempt).Dur("backoff_ms", backoff).Msgf("%s: %s unreachable %s; retrying", r.Name, r.System, what)
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("%s: %s: %w (last error: %w)", r.Name, what, ctx.Err(), err)

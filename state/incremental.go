@@ -226,7 +226,7 @@ func (s *Store) settle() {
 			c.add(l)
 		}
 	}
-	s.log.Debug().Str("snapshot", bg.dir).Dur("duration", bg.took).Int64("bytes", bg.bytes).
+	s.log.Debug().Str("snapshot", bg.dir).Dur("duration_ms", bg.took).Int64("bytes", bg.bytes).
 		Int("changelogs_dropped", len(s.chain.logs)-len(c.logs)).Msg("background full state snapshot in use")
 	s.chain = c
 }

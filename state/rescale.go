@@ -63,7 +63,7 @@ func (s *Store) rescale(cfg Config, plan restorePlan, layout int) error {
 	s.chain = chain{}
 	s.delta = nil
 	s.log.Info().Stringer("key_groups", own).Int("sources", len(plan.srcs)).Str("base", plan.base()).
-		Int("keys_kept", copied).Int("keys_dropped", dropped).Int("changelogs", logs).Dur("duration", time.Since(start)).
+		Int("keys_kept", copied).Int("keys_dropped", dropped).Int("changelogs", logs).Dur("duration_ms", time.Since(start)).
 		Msg("state rescaled: the next checkpoint takes a full snapshot")
 	return nil
 }

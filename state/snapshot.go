@@ -70,7 +70,7 @@ func (s *Store) Snapshot(dir string) (Handle, error) {
 	s.shared = shared
 	h.Duration = time.Since(start)
 	s.log.Debug().Str("snapshot", dir).Int("files", len(h.Files)).Int("shared_files", h.SharedFiles).
-		Int64("bytes", h.Bytes).Dur("duration", h.Duration).Msg("state snapshot taken")
+		Int64("bytes", h.Bytes).Dur("duration_ms", h.Duration).Msg("state snapshot taken")
 	return h, nil
 }
 

@@ -78,6 +78,7 @@ func runJob(ctx context.Context, cfg *config.Job, log zerolog.Logger, reg *prome
 		Addr:        cfg.HTTP.Addr,
 		Metrics:     reg,
 		Ready:       job.Ready,
+		Live:        job.Live,
 		Checkpoints: func() (any, error) { return job.Status(), nil },
 		Log:         log,
 	})

@@ -1,7 +1,8 @@
 // Package httpapi serves the connector's HTTP endpoints (DESIGN.md, the
 // contract):
 //
-//	GET /healthz          200 "ok" while the process runs
+//	GET /healthz          200 "ok" while the process runs and Config.Live reports nil,
+//	                      else 503 "unhealthy: <why>" (a wedged pipeline)
 //	GET /readyz           200 "ready" when Config.Ready reports nil, else 503 "not ready: <why>"
 //	GET /metrics          Config.Metrics through promhttp: Prometheus text format 0.0.4,
 //	                      or the format the scraper negotiates

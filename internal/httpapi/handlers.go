@@ -15,6 +15,12 @@ func newMux(cfg Config) *http.ServeMux {
 	mux := http.NewServeMux()
 	// A "GET" pattern also serves HEAD; other methods get 405.
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		if cfg.Live != nil {
+			if err := cfg.Live(); err != nil {
+				writeText(w, http.StatusServiceUnavailable, "unhealthy: "+err.Error())
+				return
+			}
+		}
 		writeText(w, http.StatusOK, "ok")
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {

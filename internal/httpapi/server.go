@@ -21,6 +21,10 @@ type Config struct {
 	// Metrics is gathered at every GET /metrics (by promhttp, from the
 	// server's goroutines); nil serves an empty exposition.
 	Metrics prometheus.Gatherer
+	// Live answers /healthz: nil is healthy. It is called on every
+	// request, from the server's goroutines; nil Live means always
+	// healthy.
+	Live func() error
 	// Ready answers /readyz. It is called on every request, from the
 	// server's goroutines, so it must be safe for concurrent use and fast.
 	// Nil means ready as soon as the server runs.

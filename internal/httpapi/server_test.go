@@ -70,6 +70,26 @@ func TestHealthzIsOKWhileRunning(t *testing.T) {
 	}
 }
 
+// /healthz follows Live: 503 with the reason while it reports a stall,
+// 200 again once it does not; readiness plays no part.
+func TestHealthzFollowsLive(t *testing.T) {
+	var stalled atomic.Bool
+	stalled.Store(true)
+	s := start(t, Config{Ready: func() error { return nil }, Live: func() error {
+		if stalled.Load() {
+			return errors.New("stalled: no checkpoint completed for 5m")
+		}
+		return nil
+	}})
+	if r := get(t, s, "/healthz"); r.code != 503 || r.body != "unhealthy: stalled: no checkpoint completed for 5m\n" {
+		t.Errorf("while stalled: got %d %q", r.code, r.body)
+	}
+	stalled.Store(false)
+	if r := get(t, s, "/healthz"); r.code != 200 || r.body != "ok\n" {
+		t.Errorf("after: got %d %q", r.code, r.body)
+	}
+}
+
 func TestReadyzFollowsReady(t *testing.T) {
 	var ready atomic.Bool
 	s := start(t, Config{Ready: func() error {

@@ -205,7 +205,7 @@ func New(cfg Config, fs vfs.FS, log zerolog.Logger) (*File, error) {
 	return &File{
 		cfg:     cfg,
 		fs:      fs,
-		log:     log.With().Str("sink", "file").Str("job", cfg.Job).Str("path", cfg.Path).Logger(),
+		log:     log.With().Str("sink", "file").Str("path", cfg.Path).Logger(),
 		names:   nm,
 		tmpl:    tmpl,
 		dirs:    make(map[string]bool),

@@ -73,7 +73,7 @@ func (s *Sink) recover(ctx context.Context, restored []sink.Committable) error {
 		// They may lag a checkpoint whose transaction did commit: reproduce
 		// reads each segment back from the log, with its end markers, and
 		// produces again only what the log shows not committed.
-		s.log.Warn().Err(err).Dur("for", time.Since(s.unstableSince)).
+		s.log.Warn().Err(err).Dur("for_ms", time.Since(s.unstableSince)).
 			Msg("kafka sink: the progress markers stay unstable with none of the job's transactions open; reading the last committed ones, and checking each restored segment against the log")
 		progress, err = s.readProgress(ctx, false)
 	}

@@ -102,7 +102,7 @@ func New(cfg Config, log zerolog.Logger) (*Sink, error) {
 		cfg:     cfg,
 		c:       c,
 		bucket:  cfg.Bucket,
-		log:     log.With().Str("sink", "s3").Str("job", cfg.Job).Str("bucket", cfg.Bucket).Str("endpoint", endpoint).Logger(),
+		log:     log.With().Str("sink", "s3").Str("bucket", cfg.Bucket).Str("endpoint", endpoint).Logger(),
 		names:   newNames(cfg.Prefix, cfg.Job, cfg.Format),
 		tmpl:    tmpl,
 		writers: make(map[int]bool),

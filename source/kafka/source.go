@@ -333,7 +333,7 @@ func retry(ctx context.Context, log zerolog.Logger, what string, fn func(context
 		if ctx.Err() != nil { // stopped meanwhile: not a broker problem
 			return fmt.Errorf("%s: %w", what, ctx.Err())
 		}
-		log.Warn().Err(err).Int("attempt", attempt).Dur("backoff", backoff).Msg(what + " failed; retrying")
+		log.Warn().Err(err).Int("attempt", attempt).Dur("backoff_ms", backoff).Msg(what + " failed; retrying")
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("%s: %w (last error: %v)", what, ctx.Err(), err)

@@ -19,7 +19,7 @@ func writeLog(t *testing.T, text string) string {
 // and Flink's CheckpointCoordinator line each give one completed checkpoint
 // with its duration and size; other lines give none.
 func TestCheckpointLogsAreParsedForBothContenders(t *testing.T) {
-	c := connectorCheckpoints(writeLog(t, `{"level":"info","time":"2026-11-29T10:00:00Z","duration":12.5,"acked":6,"persist":2.5,"commit":3,"state_bytes":7,"message":"checkpoint completed"}
+	c := connectorCheckpoints(writeLog(t, `{"level":"info","time":"2026-11-29T10:00:00Z","duration_ms":12.5,"acked_ms":6,"persist_ms":2.5,"commit_ms":3,"state_bytes":7,"message":"checkpoint completed"}
 {"level":"info","message":"job running"}
 `))
 	if len(c) != 1 || c[0].ms != 12.5 || c[0].stateBytes != 7 || c[0].durableMs != 8.5 || c[0].commitMs != 3 {

@@ -797,10 +797,10 @@ func connectorCheckpoints(path string) []checkpointDone {
 		}
 		var e struct {
 			Message    string  `json:"message"`
-			Duration   float64 `json:"duration"`
-			Acked      float64 `json:"acked"`
-			Persist    float64 `json:"persist"`
-			Commit     float64 `json:"commit"`
+			Duration   float64 `json:"duration_ms"`
+			Acked      float64 `json:"acked_ms"`
+			Persist    float64 `json:"persist_ms"`
+			Commit     float64 `json:"commit_ms"`
 			StateBytes int64   `json:"state_bytes"`
 			Time       string  `json:"time"`
 		}
