@@ -1,5 +1,11 @@
 # The connector as a container: one job per container, configured by the
 # YAML file mounted at /etc/connector/config.yaml.
+#
+#   docker build --build-arg VERSION=$(git describe --always --dirty) -t connector .
+#
+# Works with BuildKit and with the classic builder: /data is made in the
+# build stage, owned by the runtime user (65532, distroless "nonroot"), and
+# copied with its owner, so a fresh volume mounted there is writable.
 FROM golang:1.26 AS build
 WORKDIR /src
 COPY go.mod go.sum ./
@@ -7,12 +13,24 @@ RUN go mod download
 COPY . .
 ARG VERSION=dev
 RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" -o /connector ./cmd/connector
+RUN mkdir -p /data && chown 65532:65532 /data
 
 FROM gcr.io/distroless/static-debian12:nonroot
+ARG VERSION=dev
+LABEL org.opencontainers.image.title="connector" \
+      org.opencontainers.image.description="Exactly-once Kafka-to-sink connector" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.licenses="Apache-2.0"
 COPY --from=build /connector /connector
+COPY --from=build --chown=65532:65532 /data /data
+USER 65532:65532
 WORKDIR /data
+# Reachable from outside the container (the binary's default is loopback).
+ENV HTTP_ADDR=0.0.0.0:8080
 # /data holds checkpoints, state and (for the file sink) output: mount a volume.
 VOLUME ["/data"]
 EXPOSE 8080
+# /healthz: 503 when the pipeline is wedged (http.stall_intervals).
+HEALTHCHECK --interval=30s --timeout=10s --start-period=60s --retries=3 CMD ["/connector", "healthcheck"]
 ENTRYPOINT ["/connector"]
 CMD ["run", "--config", "/etc/connector/config.yaml"]

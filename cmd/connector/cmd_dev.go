@@ -9,6 +9,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -171,6 +172,14 @@ func generate(ctx context.Context, brokers []string, topic string, rate int, std
 		return
 	}
 	defer cl.Close()
+	_, _ = produceOrders(ctx, cl, topic, rate, 0)
+}
+
+// produceOrders produces sample orders to topic through cl at rate records
+// a second (0: as fast as possible), with ids following the records
+// already in the topic, until count were sent (0: until ctx ends). It
+// returns how many it sent, every one acknowledged unless ctx ended first.
+func produceOrders(ctx context.Context, cl *kgo.Client, topic string, rate int, count int64) (int64, error) {
 	next := int64(0)
 	if ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic); err == nil {
 		ends.Each(func(o kadm.ListedOffset) { next += o.Offset })
@@ -178,26 +187,46 @@ func generate(ctx context.Context, brokers []string, topic string, rate int, std
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	perTick := max(1, rate/100)
-	for {
+	var sent int64
+	var failed atomic.Value
+	for count == 0 || sent < count {
 		select {
 		case <-ctx.Done():
-			return
+			return sent, nil
 		case <-tick.C:
 		}
-		n := perTick
+		n := int64(perTick)
 		if rate == 0 {
 			n = 5000
+		}
+		if count > 0 {
+			n = min(n, count-sent)
 		}
 		for range n {
 			next++
 			value := fmt.Appendf(nil, `{"id":%d,"customer":%q,"amount":%.2f,"status":%q,"created_at":%q,"note":"sample order"}`,
 				next, customers[rand.IntN(len(customers))], rand.Float64()*500, statuses[rand.IntN(len(statuses))], time.Now().UTC().Format(time.RFC3339Nano))
-			cl.Produce(ctx, &kgo.Record{Key: fmt.Appendf(nil, "%d", next), Value: value}, nil)
+			cl.Produce(ctx, &kgo.Record{Topic: topic, Key: fmt.Appendf(nil, "%d", next), Value: value}, func(_ *kgo.Record, err error) {
+				if err != nil && ctx.Err() == nil {
+					failed.CompareAndSwap(nil, err)
+				}
+			})
 		}
+		sent += n
 		if rate == 0 {
 			_ = cl.Flush(ctx)
 		}
+		if err, _ := failed.Load().(error); err != nil {
+			return sent, err
+		}
 	}
+	if err := cl.Flush(ctx); err != nil {
+		return sent, err
+	}
+	if err, _ := failed.Load().(error); err != nil {
+		return sent, err
+	}
+	return sent, nil
 }
 
 // progress prints records/s, the last completed checkpoint and the number

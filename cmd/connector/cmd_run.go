@@ -90,7 +90,7 @@ func runJob(ctx context.Context, cfg *config.Job, log zerolog.Logger, reg *prome
 		defer cancel()
 		_ = srv.Close(sctx)
 	}()
-	log.Info().Str("version", version).Str("http", srv.Addr()).Str("config", cfg.File()).Msg("connector starting")
+	log.Info().Str("version", buildInfo().Version).Str("http", srv.Addr()).Str("config", cfg.File()).Msg("connector starting")
 	warnInsecure(log, cfg)
 	if started != nil {
 		started(srv.Addr())

@@ -46,7 +46,7 @@ func runVersion(_ context.Context, args []string, stdout, stderr io.Writer) int 
 func buildInfo() metrics.BuildInfo {
 	info, _ := debug.ReadBuildInfo()
 	b := metrics.BuildInfo{
-		Version: version,
+		Version: versionOf(version, info),
 		FranzGo: moduleVersion(info, "github.com/twmb/franz-go"),
 		Pebble:  moduleVersion(info, "github.com/cockroachdb/pebble/v2"),
 	}
@@ -54,6 +54,37 @@ func buildInfo() metrics.BuildInfo {
 		b.GoVersion = info.GoVersion
 	}
 	return b
+}
+
+// versionOf is the version set at build time (-X main.version), else
+// what the Go toolchain recorded: the module's version when built with
+// go install module@version, or the VCS revision of the checkout it was
+// built in (with "-dirty" for uncommitted changes), else "dev".
+func versionOf(set string, info *debug.BuildInfo) string {
+	if set != "dev" || info == nil {
+		return set
+	}
+	if v := info.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
+	var rev, dirty string
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				dirty = "-dirty"
+			}
+		}
+	}
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	if rev != "" {
+		return "dev-" + rev + dirty
+	}
+	return set
 }
 
 // moduleVersion returns the version of module path linked into the binary

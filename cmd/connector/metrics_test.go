@@ -57,7 +57,7 @@ func TestMetricsPassPromtoolAndReportEveryFamily(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	produceOrders(t, b, topic)
+	produceTestOrders(t, b, topic)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	addr, done := make(chan string, 1), make(chan error, 1)
@@ -177,8 +177,8 @@ func needPromtool(t *testing.T) string {
 	return path
 }
 
-// produceOrders writes ids 0..metricsIDs-1 twice, keyed by id.
-func produceOrders(t *testing.T, b kafkatest.Brokers, topic string) {
+// produceTestOrders writes ids 0..metricsIDs-1 twice, keyed by id.
+func produceTestOrders(t *testing.T, b kafkatest.Brokers, topic string) {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs...), kgo.DefaultProduceTopic(topic))
 	if err != nil {

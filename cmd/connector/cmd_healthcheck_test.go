@@ -1,0 +1,64 @@
+package main
+
+import (
+	"errors"
+	"runtime/debug"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/rs/zerolog"
+
+	"github.com/connector-dev/connector/internal/httpapi"
+)
+
+// healthcheck exits 0 while /healthz answers 200, 1 on 503 (saying why)
+// and when nothing listens, and 2 for a bad --addr.
+func TestHealthcheckFollowsHealthz(t *testing.T) {
+	var sick atomic.Bool
+	srv, err := httpapi.Start(httpapi.Config{Addr: "127.0.0.1:0", Log: zerolog.Nop(), Live: func() error {
+		if sick.Load() {
+			return errors.New("stalled")
+		}
+		return nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Close(t.Context()) })
+	if code, out, _ := call(t, "healthcheck", "--addr", srv.Addr()); code != 0 || !strings.Contains(out, "ok") {
+		t.Errorf("healthy: exit %d, %q", code, out)
+	}
+	sick.Store(true)
+	if code, _, errOut := call(t, "healthcheck", "--addr", srv.Addr()); code != 1 || !strings.Contains(errOut, "503") || !strings.Contains(errOut, "stalled") {
+		t.Errorf("unhealthy: exit %d, %q", code, errOut)
+	}
+	t.Setenv("HTTP_ADDR", "0.0.0.0:1")
+	if code, _, errOut := call(t, "healthcheck"); code != 1 || !strings.Contains(errOut, "127.0.0.1:1") {
+		t.Errorf("nothing listening (HTTP_ADDR with a wildcard host): exit %d, %q", code, errOut)
+	}
+	if code, _, _ := call(t, "healthcheck", "--addr", "nonsense"); code != 2 {
+		t.Errorf("bad --addr: exit %d, want 2", code)
+	}
+}
+
+// Without -X main.version the version comes from what the toolchain
+// recorded: the module version, else the VCS revision.
+func TestVersionFromBuildInfo(t *testing.T) {
+	for _, tc := range []struct {
+		set  string
+		info *debug.BuildInfo
+		want string
+	}{
+		{"v1.2.3", &debug.BuildInfo{Main: debug.Module{Version: "v9"}}, "v1.2.3"},
+		{"dev", &debug.BuildInfo{Main: debug.Module{Version: "v0.4.0"}}, "v0.4.0"},
+		{"dev", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: []debug.BuildSetting{
+			{Key: "vcs.revision", Value: "4e631dd0123456789abcdef"}, {Key: "vcs.modified", Value: "true"}}}, "dev-4e631dd01234-dirty"},
+		{"dev", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}, "dev"},
+		{"dev", nil, "dev"},
+	} {
+		if got := versionOf(tc.set, tc.info); got != tc.want {
+			t.Errorf("versionOf(%q, %+v) = %q, want %q", tc.set, tc.info, got, tc.want)
+		}
+	}
+}
