@@ -56,7 +56,7 @@ func (m *memRemote) Get(_ context.Context, key string) (io.ReadCloser, error) {
 	if !ok {
 		return nil, fmt.Errorf("get %s: %w", key, ErrNotFound)
 	}
-	return io.NopCloser(bytes.NewReader(b)), nil
+	return io.NopCloser(bytes.NewReader(bytes.Clone(b))), nil // pebble mangles buffers handed to Write under -race
 }
 
 func (m *memRemote) List(_ context.Context, prefix string) (map[string]int64, error) {
