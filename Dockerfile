@@ -6,6 +6,12 @@
 # Works with BuildKit and with the classic builder: /data is made in the
 # build stage, owned by the runtime user (65532, distroless "nonroot"), and
 # copied with its owner, so a fresh volume mounted there is writable.
+#
+# The runtime stage's base, distroless "static" (CA certificates, /etc/passwd
+# with nonroot 65532, /tmp; no shell), may come from elsewhere, a mirror for
+# one, with --build-arg RUNTIME_BASE=... . e2e/container_test.go builds the
+# runtime stage below, as it is, on a base of that layout made locally.
+ARG RUNTIME_BASE=gcr.io/distroless/static-debian12:nonroot
 FROM golang:1.26 AS build
 WORKDIR /src
 COPY go.mod go.sum ./
@@ -15,7 +21,7 @@ ARG VERSION=dev
 RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" -o /connector ./cmd/connector
 RUN mkdir -p /data && chown 65532:65532 /data
 
-FROM gcr.io/distroless/static-debian12:nonroot
+FROM ${RUNTIME_BASE}
 ARG VERSION=dev
 LABEL org.opencontainers.image.title="connector" \
       org.opencontainers.image.description="Exactly-once Kafka-to-sink connector" \

@@ -22,6 +22,9 @@ const (
 	AtLeastOnce
 )
 
+// Enum lists the spellings of the modes in the config file.
+func (Mode) Enum() []string { return []string{ExactlyOnce.String(), AtLeastOnce.String()} }
+
 // String returns the mode's spelling in the config file.
 func (m Mode) String() string {
 	switch m {

@@ -28,6 +28,7 @@ type Job struct {
 	Sink       Plugin     `yaml:"sink" kind:"sink" doc:"where records go"`
 	HTTP       HTTP       `yaml:"http" doc:"the status server"`
 	Restart    Restart    `yaml:"restart" doc:"in-process restarts after a failure"`
+	Log        Log        `yaml:"log" doc:"how the process logs (to stderr)"`
 
 	src *origin // where each key came from; nil for a Job built in code
 }

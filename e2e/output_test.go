@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"testing"
 	"time"
 )
 
@@ -209,6 +210,21 @@ func tallyOutput(o output, n int) tally {
 	tl.bad = len(o.bad)
 	tl.badLines = o.bad[:min(len(o.bad), 5)]
 	return tl
+}
+
+// requireAfterSIGTERM checks the output o visible after a SIGTERM while
+// ids were still produced, sent of them so far (read sent after o: every
+// visible id is below it), in where ("" or " on the volume"): no id twice,
+// nothing else, and something visible (the final checkpoint committed).
+func requireAfterSIGTERM(t testing.TB, o output, sent int, where string) {
+	t.Helper()
+	t.Logf("after the first SIGTERM: %d ids produced, %d visible%s", sent, o.present(sent), where)
+	if tl := tallyOutput(o, sent); tl.duplicates+tl.unexpected+tl.bad > 0 {
+		t.Errorf("after the first SIGTERM: %s", tl)
+	}
+	if o.present(sent) == 0 {
+		t.Errorf("after the first SIGTERM nothing is visible%s: the final checkpoint was not committed", where)
+	}
 }
 
 func (tl tally) ok() bool {

@@ -35,14 +35,7 @@ func TestSIGTERMMidStreamExitsZeroAndRestartContinues(t *testing.T) {
 	if err != nil {
 		t.Fatalf("read output: %v", err)
 	}
-	sent := int(prod.sent.Load()) // read after the output: every visible id is below it
-	t.Logf("after the first SIGTERM: %d ids produced, %d visible", sent, mid.present(sent))
-	if tl := tallyOutput(mid, sent); tl.duplicates+tl.unexpected+tl.bad > 0 {
-		t.Errorf("after the first SIGTERM: %s", tl)
-	}
-	if mid.present(sent) == 0 {
-		t.Errorf("after the first SIGTERM nothing is visible: the final checkpoint was not committed")
-	}
+	requireAfterSIGTERM(t, mid, int(prod.sent.Load()), "")
 
 	p = j.start()
 	j.waitMetric(p, metricRecordsOut, func(v float64) bool { return v > 0 }, 50*time.Millisecond, 30*time.Second)

@@ -68,6 +68,8 @@ func New(cfg *config.Job, opts Options) *Job {
 		spawn: func(f func()) { go f() }, rand: rand.Float64,
 	}
 	j.health.recordsIn = func() int64 { return int64(counterValue(j.metrics.recordsIn)) }
+	j.metrics.interval.Set(cfg.Checkpoint.Interval.Seconds())
+	j.metrics.timeout.Set(cfg.Checkpoint.Timeout.Seconds())
 	return j
 }
 

@@ -39,6 +39,8 @@ type jobMetrics struct {
 	badDeadLettered    prometheus.Counter
 	offsetCommitErrors prometheus.Counter
 	restoreFallbacks   prometheus.Counter
+	interval           prometheus.Gauge
+	timeout            prometheus.Gauge
 
 	attempt *attemptMetrics
 	kafka   *metrics.KafkaClients
@@ -91,14 +93,18 @@ func newJobMetrics(reg prometheus.Registerer) *jobMetrics {
 		offsetCommitErrors: counter("connector_offset_commit_errors_total", "Failed commits of checkpoint offsets to the consumer group."),
 		restoreFallbacks: counter("connector_checkpoint_restore_fallbacks_total",
 			"Starts that restored an older checkpoint than the newest on disk, which could not be restored (its output may be written again)."),
-		attempt: newAttemptMetrics(),
-		kafka:   metrics.NewKafkaClients("connector_kafka"),
+		// The job's checkpoint settings, so alert rules can say "no
+		// checkpoint for N intervals" whatever the interval.
+		interval: gauge("connector_checkpoint_interval_seconds", "The job's checkpoint.interval: how often a checkpoint is triggered."),
+		timeout:  gauge("connector_checkpoint_timeout_seconds", "The job's checkpoint.timeout: a checkpoint pending longer fails."),
+		attempt:  newAttemptMetrics(),
+		kafka:    metrics.NewKafkaClients("connector_kafka"),
 	}
 	reg.MustRegister(
 		m.recordsIn, m.recordsOut, m.checkpointsDone, m.checkpointsFailed,
 		m.checkpointDuration, m.checkpointSize, m.alignment, m.syncPart, m.asyncPart, m.sinkCommit,
 		m.lastCompleted, m.lastCompletedAt, m.restarts, m.badSkipped, m.badDeadLettered,
-		m.offsetCommitErrors, m.restoreFallbacks, m.attempt, m.kafka,
+		m.offsetCommitErrors, m.restoreFallbacks, m.interval, m.timeout, m.attempt, m.kafka,
 	)
 	return m
 }

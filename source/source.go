@@ -95,8 +95,11 @@ type Lag struct {
 	Topic     string
 	Partition int32
 	// Records is the partition's end offset (Kafka: the high watermark)
-	// minus the reader's next offset.
+	// minus the reader's next offset, never below 0.
 	Records int64
+	// Next is the offset of the next record the reader reads; End the
+	// partition's end offset (Kafka: the high watermark) as last seen.
+	Next, End int64
 }
 
 // BatchSize is how many records a Reader hands to Records at once, at most

@@ -33,6 +33,11 @@ const (
 	OpIn        Op = "in"         // field == one of values
 )
 
+// Enum lists the comparisons (for the config's JSON Schema).
+func (Op) Enum() []string {
+	return []string{string(OpEq), string(OpNe), string(OpGt), string(OpGte), string(OpLt), string(OpLte), string(OpExists), string(OpNotExists), string(OpIn)}
+}
+
 func init() {
 	Register(Kind{
 		Name:    KindFilter,

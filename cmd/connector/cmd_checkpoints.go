@@ -49,7 +49,7 @@ func runCheckpoints(_ context.Context, args []string, stdout, stderr io.Writer) 
 	case "show":
 		return runCheckpointsShow(args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
-		fmt.Fprint(stderr, checkpointsUsage)
+		fmt.Fprint(stdout, checkpointsUsage)
 		return exitOK
 	}
 	fmt.Fprintf(stderr, "connector checkpoints: unknown subcommand %q\n", args[0])
@@ -59,7 +59,7 @@ func runCheckpoints(_ context.Context, args []string, stdout, stderr io.Writer) 
 
 // runCheckpointsList: connector checkpoints list --config FILE [--json]
 func runCheckpointsList(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("checkpoints list", "--config FILE [--json]", stderr)
+	fs := newFlags("checkpoints list", "--config FILE [--json]", stdout, stderr)
 	path := configFlag(fs)
 	asJSON := fs.Bool("json", false, "print a JSON array instead of a table")
 	if code, ok := parseFlags(fs, args); !ok {
@@ -87,7 +87,7 @@ func runCheckpointsList(args []string, stdout, stderr io.Writer) int {
 
 // runCheckpointsShow: connector checkpoints show --config FILE [ID]
 func runCheckpointsShow(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("checkpoints show", "--config FILE [ID]", stderr)
+	fs := newFlags("checkpoints show", "--config FILE [ID]", stdout, stderr)
 	path := configFlag(fs)
 	idArg, code, ok := parseOneArg(fs, args)
 	if !ok {
@@ -135,6 +135,9 @@ func parseOneArg(fs *flag.FlagSet, args []string) (arg string, code int, ok bool
 			return "", exitOK, false
 		}
 		return "", exitUsage, false
+	}
+	if answeredHelp(fs) {
+		return "", exitOK, false
 	}
 	if fs.NArg() == 0 {
 		return "", exitOK, true

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -10,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -41,11 +43,11 @@ func init() {
 // second until Ctrl-C. ${KAFKA_BROKERS} in the config resolves to the
 // embedded broker.
 func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("dev", "[--config FILE] [--rate N] [--data DIR]", stderr)
+	fs := newFlags("dev", "[--config FILE] [--rate N] [--data DIR]", stdout, stderr)
 	path := configFlag(fs)
 	rate := fs.Int("rate", 20000, "sample orders produced per `second` (0: as fast as possible)")
 	dataDir := fs.String("data", "./data/dev-kafka", "`dir` where the embedded broker keeps its data")
-	level := fs.String("log-level", "warn", "log `level` of the job (logs go to stderr)")
+	logs := addLogFlags(fs, "warn") // dev prints its own progress: the job's info lines would drown it
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -54,13 +56,13 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return exitUsage
 	}
-	log, ok := newLogger(*level, stderr)
-	if !ok {
-		return exitUsage
-	}
 	// Load once to find the topics, then start the broker and load again
 	// with ${KAFKA_BROKERS} pointing at it.
 	probe, ok := loadJob(*path, stderr)
+	if !ok {
+		return exitUsage
+	}
+	log, ok := logs.logger(probe.Log, stderr)
 	if !ok {
 		return exitUsage
 	}
@@ -91,24 +93,24 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	out := outputDir(job)
-	fmt.Fprintf(stdout, "connector dev: embedded broker at %s (data in %s), topics %v, job %q -> %s sink %s\n",
-		brokers, *dataDir, src.Topics, job.Name, job.Sink.Type, outputName(job))
-	fmt.Fprintf(stdout, "producing sample orders at %d/s; Ctrl-C takes a final checkpoint and stops\n", *rate)
-
 	gctx, stopGen := context.WithCancel(ctx)
 	defer stopGen()
-	go generate(gctx, cluster.ListenAddrs(), src.Topics[0], *rate, stderr)
-
 	reg := newRegistry()
 	pctx, stopProgress := context.WithCancel(context.Background())
 	defer stopProgress()
-	go progress(pctx, reg, job, out, stdout)
 
-	status := func(addr string) {
+	// The banner, the sample orders and the progress lines start once the
+	// status server listens: a busy port is then the only line printed.
+	started := func(addr string) {
+		fmt.Fprintf(stdout, "connector dev: embedded broker at %s (data in %s), topics %v, job %q -> %s sink %s\n",
+			brokers, *dataDir, src.Topics, job.Name, job.Sink.Type, outputName(job))
 		fmt.Fprintf(stdout, "status at http://%s/ (/healthz /readyz /metrics /api/checkpoints)\n", addr)
+		fmt.Fprintf(stdout, "producing sample orders at %d/s; Ctrl-C takes a final checkpoint and stops (a second Ctrl-C: at once)\n", *rate)
+		go generate(gctx, cluster.ListenAddrs(), src.Topics[0], *rate, stderr)
+		go progress(pctx, reg, job, out, stdout)
 	}
-	if err := runJob(ctx, job, log, reg, status); err != nil {
-		fmt.Fprintf(stderr, "connector dev: %v\n", err)
+	if err := runJob(ctx, job, log, reg, started); err != nil {
+		fmt.Fprintf(stderr, "connector dev: %v%s\n", err, addrInUseHint(err))
 		return exitFailure
 	}
 	stopProgress()
@@ -291,4 +293,12 @@ func p99Text(s snapshot) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.0f ms", p99*1000)
+}
+
+// addrInUseHint says what to do when the status server's port is taken.
+func addrInUseHint(err error) string {
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return " (another process listens there: set http.addr in the config, or HTTP_ADDR, to a free host:port; port 0 picks one)"
+	}
+	return ""
 }

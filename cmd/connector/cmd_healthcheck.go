@@ -24,7 +24,7 @@ func init() {
 // asked on loopback) and exits 0 on 200, 1 otherwise, printing the answer.
 // It needs no shell or curl, so an image FROM scratch can use it.
 func runHealthcheck(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("healthcheck", "", stderr)
+	fs := newFlags("healthcheck", "", stdout, stderr)
 	addr := fs.String("addr", cmp.Or(os.Getenv("HTTP_ADDR"), "127.0.0.1:8080"), "host:port of the connector's HTTP server")
 	timeout := fs.Duration("timeout", 5*time.Second, "how long to wait for the answer")
 	if code, ok := parseFlags(fs, args); !ok {

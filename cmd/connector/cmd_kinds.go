@@ -17,7 +17,7 @@ func init() {
 
 // runKinds: connector kinds
 func runKinds(_ context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("kinds", "", stderr)
+	fs := newFlags("kinds", "", stdout, stderr)
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}

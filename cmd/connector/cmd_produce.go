@@ -30,7 +30,7 @@ func init() {
 // until --count were acknowledged or it is stopped. For docker compose's
 // sample producer, and for trying a job against a real cluster.
 func runProduce(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("produce", "--config FILE [--rate N] [--count N]", stderr)
+	fs := newFlags("produce", "--config FILE [--rate N] [--count N]", stdout, stderr)
 	path := configFlag(fs)
 	rate := fs.Int("rate", 1000, "sample orders per `second` (0: as fast as possible)")
 	count := fs.Int64("count", 0, "stop after this many orders (0: until stopped)")

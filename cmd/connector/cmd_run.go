@@ -27,11 +27,11 @@ func init() {
 	})
 }
 
-// runRun: connector run --config FILE [--log-level LEVEL]
-func runRun(ctx context.Context, args []string, _, stderr io.Writer) int {
-	fs := newFlags("run", "--config FILE [--log-level LEVEL]", stderr)
+// runRun: connector run --config FILE [--log-level LEVEL] [--log-format FORMAT]
+func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("run", "--config FILE [--log-level LEVEL] [--log-format FORMAT]", stdout, stderr)
 	path := configFlag(fs)
-	level := fs.String("log-level", "info", "log `level`: debug, info, warn, error")
+	logs := addLogFlags(fs, "")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -39,7 +39,7 @@ func runRun(ctx context.Context, args []string, _, stderr io.Writer) int {
 	if !ok {
 		return exitUsage
 	}
-	log, ok := newLogger(*level, stderr)
+	log, ok := logs.logger(job.Log, stderr)
 	if !ok {
 		return exitUsage
 	}
@@ -80,10 +80,15 @@ func runJob(ctx context.Context, cfg *config.Job, log zerolog.Logger, reg *prome
 		Ready:       job.Ready,
 		Live:        job.Live,
 		Checkpoints: func() (any, error) { return job.Status(), nil },
-		Log:         log,
+		Job: func() (any, error) {
+			info := job.Info()
+			info.Version = buildInfo().Version
+			return info, nil
+		},
+		Log: log,
 	})
 	if err != nil {
-		return fmt.Errorf("http: %w", err)
+		return err // httpapi's error says http, the address and the cause
 	}
 	defer func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -108,15 +113,4 @@ func warnInsecure(log zerolog.Logger, cfg *config.Job) {
 	if k.SASL.AllowCleartext && !k.TLS.On() && (k.SASL.Mechanism == config.SASLPlain || k.SASL.Mechanism == config.SASLOAuthBearer) {
 		log.Warn().Str("key", "kafka.sasl.allow_cleartext").Str("mechanism", string(k.SASL.Mechanism)).Msg("INSECURE: the SASL secret crosses the network in clear (no kafka.tls)")
 	}
-}
-
-// newLogger logs JSON lines to w, one event per line, with timestamps.
-func newLogger(level string, w io.Writer) (zerolog.Logger, bool) {
-	lvl, err := zerolog.ParseLevel(level)
-	if err != nil || level == "" {
-		fmt.Fprintf(w, "connector: --log-level %q: want debug, info, warn or error\n", level)
-		return zerolog.Nop(), false
-	}
-	zerolog.TimeFieldFormat = time.RFC3339Nano
-	return zerolog.New(w).Level(lvl).With().Timestamp().Logger(), true
 }

@@ -54,14 +54,14 @@ func runTxns(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	switch sub {
 	case "list", "abort", "commit":
 	case "-h", "-help", "--help", "help":
-		fmt.Fprint(stderr, txnsUsage)
+		fmt.Fprint(stdout, txnsUsage)
 		return exitOK
 	default:
 		fmt.Fprintf(stderr, "connector txns: unknown subcommand %q\n", sub)
 		fmt.Fprint(stderr, txnsUsage)
 		return exitUsage
 	}
-	fs := newFlags("txns "+sub, "--config FILE [TXN_ID]", stderr)
+	fs := newFlags("txns "+sub, "--config FILE [TXN_ID]", stdout, stderr)
 	path := configFlag(fs)
 	asJSON := fs.Bool("json", false, "list: print a JSON array instead of a table")
 	id, code, ok := parseOneArg(fs, args[1:])

@@ -15,7 +15,7 @@ func init() {
 
 // runValidate: connector validate --config FILE [--print]
 func runValidate(_ context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("validate", "--config FILE [--print]", stderr)
+	fs := newFlags("validate", "--config FILE [--print]", stdout, stderr)
 	path := configFlag(fs)
 	printConfig := fs.Bool("print", false, "print the effective config (defaults filled in, secrets as ***)")
 	if code, ok := parseFlags(fs, args); !ok {

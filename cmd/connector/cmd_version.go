@@ -29,7 +29,7 @@ func init() {
 //	franz-go v1.22.3
 //	pebble v2.1.7
 func runVersion(_ context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("version", "", stderr)
+	fs := newFlags("version", "", stdout, stderr)
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}

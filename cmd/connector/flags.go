@@ -9,16 +9,45 @@ import (
 	"github.com/connector-dev/connector/config"
 )
 
-// newFlags returns a flag set for a command that reports to stderr and does
-// not exit; parse it with parseFlags.
-func newFlags(name, argsUsage string, stderr io.Writer) *flag.FlagSet {
+// newFlags returns a flag set for a command that does not exit; parse it
+// with parseFlags. Asked for with -h or --help, its usage goes to stdout
+// (exit 0); after a mistake, to stderr with the error (exit 2).
+func newFlags(name, argsUsage string, stdout, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: connector %s %s\n", name, argsUsage)
+		fmt.Fprintf(fs.Output(), "usage: connector %s %s\n", name, argsUsage)
 		fs.PrintDefaults()
 	}
+	help := &helpFlag{out: stdout}
+	fs.Var(help, "h", "print this help and exit")
+	fs.Var(help, "help", "print this help and exit")
 	return fs
+}
+
+// helpFlag is -h and --help: set, parseFlags prints the usage to out.
+type helpFlag struct {
+	asked bool
+	out   io.Writer
+}
+
+func (h *helpFlag) String() string   { return "" }
+func (h *helpFlag) IsBoolFlag() bool { return true }
+func (h *helpFlag) Set(s string) error {
+	h.asked = s != "false"
+	return nil
+}
+
+// answeredHelp prints fs's usage to stdout if -h or --help was given, and
+// says whether it did.
+func answeredHelp(fs *flag.FlagSet) bool {
+	h, _ := fs.Lookup("help").Value.(*helpFlag)
+	if h == nil || !h.asked {
+		return false
+	}
+	fs.SetOutput(h.out)
+	fs.Usage()
+	return true
 }
 
 // parseFlags parses args and allows no positional arguments. ok is false when
@@ -29,6 +58,9 @@ func parseFlags(fs *flag.FlagSet, args []string) (code int, ok bool) {
 			return exitOK, false
 		}
 		return exitUsage, false
+	}
+	if answeredHelp(fs) {
+		return exitOK, false
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(fs.Output(), "connector %s: unexpected argument %q\n", fs.Name(), fs.Arg(0))

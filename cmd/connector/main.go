@@ -74,10 +74,35 @@ func register(name string, c command) {
 // is started again, as after any crash.
 func main() {
 	debug.SetTraceback("crash")
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := stopOnSignal()
 	code := runRecovered(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
+}
+
+// stopOnSignal returns a context cancelled by the first SIGINT or SIGTERM,
+// which asks the command to stop as it should (a job: take a final
+// checkpoint, then exit 0). A second one ends the process at once with
+// 128 plus the signal's number (130, 143), as a shell reports a process
+// the signal killed, without the final checkpoint: that is safe, since
+// the next start resumes from the last completed checkpoint, as after any
+// crash. This is what a second Ctrl-C during a slow final checkpoint does.
+// The caller must call the returned function when the command returns.
+func stopOnSignal() (context.Context, func()) {
+	signals := make(chan os.Signal, 2)
+	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		<-signals
+		cancel()
+		if s, ok := (<-signals).(syscall.Signal); ok {
+			os.Exit(128 + int(s))
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(signals)
+		cancel()
+	}
 }
 
 // runRecovered is run, with a panic turned into exitInternal and its stack

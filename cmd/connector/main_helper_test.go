@@ -7,7 +7,8 @@ import (
 
 // TestMain runs the tests, or, in a test binary re-executed with
 // lockHelperEnv set, acts as a running job holding the checkpoint store, or,
-// with panicHelperEnv set, runs main with a command that panics.
+// with panicHelperEnv set, runs main with a command that panics, or, with
+// signalHelperEnv set, runs main with a command whose stop never ends.
 func TestMain(m *testing.M) {
 	if dir := os.Getenv(lockHelperEnv); dir != "" {
 		holdStore(dir)
@@ -15,6 +16,9 @@ func TestMain(m *testing.M) {
 	}
 	if where := os.Getenv(panicHelperEnv); where != "" {
 		panicInMain(where)
+	}
+	if os.Getenv(signalHelperEnv) != "" {
+		slowStopInMain()
 	}
 	os.Exit(m.Run())
 }

@@ -134,8 +134,17 @@ func TestHelpListsEveryCommandOnStdout(t *testing.T) {
 			t.Errorf("help lacks %q:\n%s", name, out)
 		}
 	}
-	if code, _, _ := call(t, "validate", "-h"); code != 0 {
-		t.Errorf("validate -h: exit %d, want 0", code)
+	// Help asked for goes to stdout, exit 0, for every command and its
+	// subcommands: `connector run -h | less` shows it.
+	asks := [][]string{{"checkpoints", "list", "-h"}, {"checkpoints", "show", "--help"}, {"txns", "list", "-h"}, {"txns", "abort", "-help"}}
+	for name := range commands {
+		asks = append(asks, []string{name, "-h"}, []string{name, "--help"})
+	}
+	for _, args := range asks {
+		code, out, errOut := call(t, args...)
+		if code != 0 || errOut != "" || !strings.Contains(out, "usage: connector "+args[0]) {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want 0 and the usage on stdout only", args, code, out, errOut)
+		}
 	}
 }
 

@@ -7,15 +7,12 @@ import (
 	"io"
 	"net/http"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/connector-dev/connector/config"
 	"github.com/connector-dev/connector/internal/kafkatest"
 	"github.com/connector-dev/connector/internal/metrics"
 )
@@ -51,27 +48,11 @@ func TestMetricsPassPromtoolAndReportEveryFamily(t *testing.T) {
 	promtool := needPromtool(t)
 	b := kafkatest.Fake(t)
 	topic := kafkatest.Topic(t, b, 3)
-	dir := t.TempDir()
-	cfg, err := config.Parse("job.yaml", fmt.Appendf(nil, metricsJob, b.Addrs[0], topic,
-		filepath.Join(dir, "chk"), filepath.Join(dir, "state"), filepath.Join(dir, "out")), func(string) (string, bool) { return "", false })
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := parseTestJob(t, metricsJob, b, topic)
 	produceTestOrders(t, b, topic)
 
-	ctx, cancel := context.WithCancel(context.Background())
-	addr, done := make(chan string, 1), make(chan error, 1)
 	began := time.Now()
-	go func() {
-		done <- runJob(ctx, cfg, zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel), newRegistry(), func(a string) { addr <- a })
-	}()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("job: %v", err)
-		}
-	}()
-	url := "http://" + <-addr + "/metrics"
+	url := serveTestJob(t, cfg) + "/metrics"
 
 	// Wait until everything was read, processed and committed, and a
 	// checkpoint completed after that.
@@ -111,6 +92,8 @@ func TestMetricsPassPromtoolAndReportEveryFamily(t *testing.T) {
 		{"connector_checkpoint_sync_duration_seconds", gt(0), "observations"},
 		{"connector_checkpoint_async_duration_seconds", gt(0), "observations"},
 		{"connector_checkpoint_last_completed_id", gt(0), "> 0"},
+		{"connector_checkpoint_interval_seconds", eq(0.1), "0.1 (checkpoint.interval)"},
+		{"connector_checkpoint_timeout_seconds", eq(60), "60 (checkpoint.timeout's default)"},
 		{"connector_checkpoint_last_completed_timestamp_seconds", func(v float64) bool {
 			return v >= float64(began.Unix()) && v <= float64(time.Now().Unix()+1)
 		}, "a time during the test"},

@@ -33,7 +33,9 @@ func newMux(cfg Config) *http.ServeMux {
 		writeText(w, http.StatusOK, "ready")
 	})
 	mux.Handle("GET /metrics", metricsHandler(cfg.Metrics, cfg.Log))
-	mux.Handle("GET /api/checkpoints", checkpointsHandler(cfg.Checkpoints, cfg.Log))
+	mux.Handle("GET /api/checkpoints", jsonHandler("checkpoints", cfg.Checkpoints, cfg.Log))
+	mux.Handle("GET /api/job", jsonHandler("job details", cfg.Job, cfg.Log))
+	handleUI(mux)
 	return mux
 }
 
@@ -64,22 +66,25 @@ func (l promLogger) Println(v ...any) {
 	l.log.Error().Msg(strings.TrimSpace(fmt.Sprintln(v...)))
 }
 
-func checkpointsHandler(list func() (any, error), log zerolog.Logger) http.HandlerFunc {
-	return func(w http.ResponseWriter, _ *http.Request) {
-		if list == nil {
-			writeJSONError(w, http.StatusServiceUnavailable, "checkpoints are not available")
+// jsonHandler serves what get returns, encoded as indented JSON: 503
+// while get is nil (the process serves no job), 500 with the error when
+// get fails. what names the content in messages ("checkpoints").
+func jsonHandler(what string, get func() (any, error), log zerolog.Logger) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if get == nil {
+			writeJSONError(w, http.StatusServiceUnavailable, what+" are not available")
 			return
 		}
-		v, err := list()
+		v, err := get()
 		if err != nil {
-			log.Error().Err(err).Msg("list checkpoints for /api/checkpoints")
+			log.Error().Err(err).Str("path", r.URL.Path).Msg("read " + what)
 			writeJSONError(w, http.StatusInternalServerError, err.Error())
 			return
 		}
 		body, err := json.MarshalIndent(v, "", "  ")
 		if err != nil {
-			log.Error().Err(err).Msg("encode /api/checkpoints")
-			writeJSONError(w, http.StatusInternalServerError, "encode checkpoints: "+err.Error())
+			log.Error().Err(err).Str("path", r.URL.Path).Msg("encode " + what)
+			writeJSONError(w, http.StatusInternalServerError, "encode "+what+": "+err.Error())
 			return
 		}
 		writeJSON(w, http.StatusOK, body)

@@ -33,6 +33,11 @@ type Config struct {
 	// Checkpoints answers /api/checkpoints; its result is encoded with
 	// encoding/json. Same concurrency rules as Ready. Nil answers 503.
 	Checkpoints func() (any, error)
+	// Job answers /api/job (the job's config, state, counters and
+	// partitions; the web page at / polls it), like Checkpoints: encoded
+	// with encoding/json, called from the server's goroutines. Nil
+	// answers 503.
+	Job func() (any, error)
 	// Log receives request failures and server errors.
 	Log zerolog.Logger
 }

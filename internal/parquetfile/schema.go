@@ -69,7 +69,7 @@ const (
 // compression of its pages.
 type Schema struct {
 	Columns     []Column `yaml:"columns" doc:"the columns of the file, in order"`
-	Compression string   `yaml:"compression" default:"zstd" doc:"zstd | snappy | gzip | none"`
+	Compression string   `yaml:"compression" default:"zstd" enum:"zstd,snappy,gzip,none" doc:"zstd | snappy | gzip | none"`
 }
 
 // Validate reports every unusable value under its key ("columns[2].type").

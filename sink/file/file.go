@@ -63,7 +63,7 @@ type Config struct {
 	// files are visible there; see the package documentation for names.
 	Path string `yaml:"path" doc:"the output directory; only committed files are visible in it"`
 	// Format is jsonl (one value per line) or raw (the values' bytes).
-	Format string `yaml:"format" default:"jsonl" doc:"jsonl (one record value per line) | raw | parquet"`
+	Format string `yaml:"format" default:"jsonl" enum:"jsonl,raw,parquet" doc:"jsonl (one record value per line) | raw | parquet"`
 	// Parquet is the schema of format: parquet (columns from JSON fields),
 	// its compression and row group size.
 	Parquet filefmt.ParquetConfig `yaml:"parquet" doc:"format: parquet: columns (name, type, nullable, field), compression, row_group_size"`

@@ -42,7 +42,7 @@ type Config struct {
 	// headers to every record (the input's headers are always kept).
 	OriginHeaders bool `yaml:"origin_headers,omitempty" doc:"add headers naming the input topic, partition and offset"`
 	// Compression of produced batches.
-	Compression string `yaml:"compression" default:"none" doc:"none | gzip | snappy | lz4 | zstd"`
+	Compression string `yaml:"compression" default:"none" enum:"none,gzip,snappy,lz4,zstd" doc:"none | gzip | snappy | lz4 | zstd"`
 	// TransactionTimeout is the producer's transaction.timeout.ms: longer
 	// than checkpoint.timeout, at most the broker's
 	// transaction.max.timeout.ms (checked at start). A transaction the

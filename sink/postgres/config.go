@@ -35,7 +35,7 @@ type Config struct {
 	Columns map[string]string `yaml:"columns,omitempty" doc:"column: field; default: each column without a default from the field of its name"`
 	// Mode: insert (COPY) or upsert (COPY into a staging table, then
 	// INSERT ... ON CONFLICT (key) DO UPDATE).
-	Mode string `yaml:"mode" default:"insert" doc:"insert | upsert"`
+	Mode string `yaml:"mode" default:"insert" enum:"insert,upsert" doc:"insert | upsert"`
 	// Key is the conflict target of upsert: the columns of a primary key
 	// or unique index of the table.
 	Key []string `yaml:"key,omitempty" doc:"upsert: the columns of the table's primary key or a unique index"`

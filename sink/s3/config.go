@@ -43,7 +43,7 @@ type Config struct {
 	// Format is jsonl (one value per line), raw (the values' bytes) or
 	// parquet (the columns Parquet names, from JSON values), as the file
 	// sink writes them.
-	Format string `yaml:"format" default:"jsonl" doc:"jsonl (one record value per line) | raw | parquet"`
+	Format string `yaml:"format" default:"jsonl" enum:"jsonl,raw,parquet" doc:"jsonl (one record value per line) | raw | parquet"`
 	// Parquet is the schema of format: parquet (columns from JSON fields),
 	// its compression and row group size. A writer holds up to
 	// row_group_size of rows in memory besides its parts.

@@ -29,7 +29,7 @@ func init() {
 type Config struct {
 	// Format is jsonl (each value and '\n') or raw (the value's bytes,
 	// nothing added).
-	Format string `yaml:"format" default:"jsonl" doc:"jsonl (one record value per line) | raw"`
+	Format string `yaml:"format" default:"jsonl" enum:"jsonl,raw" doc:"jsonl (one record value per line) | raw"`
 }
 
 // Formats.

@@ -112,7 +112,7 @@ func (l *lagTable) appendTo(out []source.Lag) []source.Lag {
 	defer l.mu.Unlock()
 	for id, next := range l.next {
 		if end, ok := l.end[id]; ok {
-			out = append(out, source.Lag{Topic: id.topic, Partition: id.partition, Records: max(end-next, 0)})
+			out = append(out, source.Lag{Topic: id.topic, Partition: id.partition, Records: max(end-next, 0), Next: next, End: end})
 		}
 	}
 	return out

@@ -29,7 +29,7 @@ var Formats = []string{recfmt.JSONL, recfmt.Raw, Parquet}
 // of the files (a parquetfile.Schema) and the size of a row group.
 type ParquetConfig struct {
 	Columns     []parquetfile.Column `yaml:"columns,omitempty" doc:"the columns of the file, in order: name, type, nullable, field"`
-	Compression string               `yaml:"compression" default:"zstd" doc:"zstd | snappy | gzip | none"`
+	Compression string               `yaml:"compression" default:"zstd" enum:"zstd,snappy,gzip,none" doc:"zstd | snappy | gzip | none"`
 	// RowGroupSize flushes a row group once the rows buffered reach it
 	// (uncompressed); every checkpoint flushes one too.
 	RowGroupSize config.ByteSize `yaml:"row_group_size" default:"32MiB" doc:"flush a row group at this many buffered bytes (uncompressed); every checkpoint flushes one too"`
