@@ -105,7 +105,7 @@ type Config struct {
 	// output of the checkpoints skipped); "fall_back" restores the newest
 	// restorable one (or none), accepting that output the skipped
 	// checkpoints committed is written again.
-	OnUnrestorable string `yaml:"on_unrestorable" default:"fail" doc:"fail | fall_back: when the newest checkpoint cannot be restored"`
+	OnUnrestorable string `yaml:"on_unrestorable" default:"fail" enum:"fail,fall_back" doc:"fail | fall_back: when the newest checkpoint cannot be restored"`
 }
 
 // OnUnrestorable values.

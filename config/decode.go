@@ -138,6 +138,9 @@ func (d *decoder) scalar(n *yaml.Node, path, want string) (string, bool) {
 		d.errs.addAt(n.Line, path, "%v", err)
 		return "", false
 	}
+	if s != n.Value {
+		d.src.written[path] = n.Value
+	}
 	return s, true
 }
 
@@ -171,6 +174,7 @@ func (d *decoder) list(n *yaml.Node, path string, v reflect.Value) {
 	}
 	v.Set(out)
 	d.markSet(path, out.Len() > 0)
+	d.rememberWrittenList(path, items)
 }
 
 // stringMap decodes a mapping of strings to strings.
@@ -267,4 +271,24 @@ func resolveAlias(n *yaml.Node) *yaml.Node {
 // isNull reports whether n is a YAML null (~, null, or nothing at all).
 func isNull(n *yaml.Node) bool {
 	return n.Kind == yaml.ScalarNode && n.Tag == "!!null" && n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) == 0
+}
+
+// rememberWrittenList records a list of strings as the file wrote it when
+// one of its items came from ${VAR}: a normalized list (brokers split at
+// commas) has other items than the file, so Dump shows the written ones.
+func (d *decoder) rememberWrittenList(path string, items []*yaml.Node) {
+	var written []string
+	interpolated := false
+	for i, item := range items {
+		item = resolveAlias(item)
+		if item.Kind != yaml.ScalarNode {
+			return // a list of mappings: its scalars are remembered one by one
+		}
+		written = append(written, item.Value)
+		_, ok := d.src.written[indexKey(path, i)]
+		interpolated = interpolated || ok
+	}
+	if interpolated {
+		d.src.writtenList[path] = written
+	}
 }

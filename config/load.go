@@ -88,6 +88,11 @@ func (j *Job) Validate() error {
 // File returns the file the Job was loaded from, or "".
 func (j *Job) File() string { return j.src.file() }
 
+// Given reports whether the file gave key (a dotted path, "log.level") a
+// value, as opposed to leaving it to its default; false for a Job built in
+// code.
+func (j *Job) Given(key string) bool { return j.src != nil && j.src.set[key] }
+
 var yamlErrLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
 // zeroBasedYAMLErrors are the parser (not scanner) errors for which

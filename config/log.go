@@ -10,7 +10,7 @@ type Log struct {
 	// (aligned, human-readable) or empty: console when stderr is a
 	// terminal, else json.
 	Format LogFormat `yaml:"format,omitempty" doc:"json | console; default: console on a terminal, else json"`
-	Level  string    `yaml:"level" default:"info" doc:"debug | info | warn | error"`
+	Level  string    `yaml:"level" default:"info" enum:"debug,info,warn,error" doc:"debug | info | warn | error"`
 }
 
 // LogFormat is the shape of log lines.

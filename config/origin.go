@@ -12,13 +12,20 @@ type origin struct {
 	name  string
 	lines map[string]int  // every key (and list item) present, even if null
 	set   map[string]bool // keys that had a non-empty value
+	// written holds, for every scalar whose ${VAR} references expanded to
+	// something else, the text as the file wrote it; writtenList, for a
+	// list with such an item, every item as written. Dump shows these, so
+	// a secret passed through the environment into a field that is not a
+	// Secret (a token command, an endpoint with a key) is never printed.
+	written     map[string]string
+	writtenList map[string][]string
 	// lastLine is the file's last line: at the end of a file, yaml.v3
 	// may name the line after it. 0: not known.
 	lastLine int
 }
 
 func newOrigin(name string) *origin {
-	return &origin{name: name, lines: map[string]int{}, set: map[string]bool{}}
+	return &origin{name: name, lines: map[string]int{}, set: map[string]bool{}, written: map[string]string{}, writtenList: map[string][]string{}}
 }
 
 // file returns the file name; "" for a Job built in code.

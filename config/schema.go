@@ -45,11 +45,22 @@ type schemaGen struct {
 }
 
 var (
-	enumType   = reflect.TypeFor[Enumerated]()
-	interpRef  = map[string]any{"$ref": "#/$defs/interpolated"}
-	durPattern = `^(0|([0-9]*\.?[0-9]+(ns|us|µs|ms|s|m|h))+)$`
-	sizePatt   = `^[0-9]*\.?[0-9]+ *([kKmMgGtT][iI]?)?[bB]?$`
+	enumType  = reflect.TypeFor[Enumerated]()
+	interpRef = map[string]any{"$ref": "#/$defs/interpolated"}
+	// What the loader takes for a scalar besides the value itself: an
+	// empty value or none (the default), a ${VAR} reference.
+	unset = []any{map[string]any{"const": ""}, map[string]any{"type": "null"}, interpRef}
+	// Scalars are read as text, then parsed as the field's type.
+	durPattern  = `^(0|([0-9]*\.?[0-9]+(ns|us|µs|ms|s|m|h))+)$`
+	sizePattern = `^ *[0-9]*\.?[0-9]+ *([kKmMgGtT][iI]?[bB]|[bB])? *$`
+	intPattern  = `^[-+]?(0[xXoObB])?[0-9a-fA-F_]+$`
+	boolWords   = []any{"1", "t", "T", "TRUE", "true", "True", "0", "f", "F", "FALSE", "false", "False"}
 )
+
+// scalar is the schema of a scalar that is one of alts, or unset.
+func scalar(alts ...any) map[string]any {
+	return map[string]any{"anyOf": append(alts, unset...)}
+}
 
 // object is the schema of struct type t: its keys, no others.
 func (g *schemaGen) object(t reflect.Type) map[string]any {
@@ -63,7 +74,7 @@ func (g *schemaGen) object(t reflect.Type) map[string]any {
 	g.building[t] = false
 	props := map[string]any{}
 	g.addFields(t, props)
-	s := map[string]any{"type": "object", "properties": props, "additionalProperties": false}
+	s := map[string]any{"type": []string{"object", "null"}, "properties": props, "additionalProperties": false}
 	recursive := g.building[t]
 	delete(g.building, t)
 	if recursive {
@@ -108,26 +119,27 @@ func (g *schemaGen) valueSchema(t reflect.Type, section string) map[string]any {
 	case t.Implements(enumType):
 		return enum(reflect.Zero(t).Interface().(Enumerated).Enum(), map[string]any{})
 	case t == durationType:
-		return map[string]any{"anyOf": []any{map[string]any{"type": "string", "pattern": durPattern}, map[string]any{"const": 0}, interpRef}}
+		return scalar(map[string]any{"type": "string", "pattern": durPattern}, map[string]any{"const": 0})
 	case t == byteSizeType:
-		return map[string]any{"anyOf": []any{map[string]any{"type": "integer", "minimum": 0}, map[string]any{"type": "string", "pattern": sizePatt}, interpRef}}
-	case reflect.PointerTo(t).Implements(textUnmarshalerType):
-		return map[string]any{"type": []string{"string", "boolean", "number"}} // any scalar: the type parses it
+		return scalar(map[string]any{"type": "integer", "minimum": 0}, map[string]any{"type": "string", "pattern": sizePattern})
 	case spec.IsScalar(t) && t.Kind() == reflect.Bool:
-		return map[string]any{"anyOf": []any{map[string]any{"type": "boolean"}, interpRef}}
-	case spec.IsScalar(t) && (t.Kind() == reflect.Float64):
-		return map[string]any{"anyOf": []any{map[string]any{"type": "number"}, interpRef}}
-	case spec.IsScalar(t) && t.Kind() >= reflect.Int && t.Kind() <= reflect.Uint64:
-		return map[string]any{"anyOf": []any{map[string]any{"type": "integer"}, interpRef}}
+		return scalar(map[string]any{"type": "boolean"}, map[string]any{"enum": boolWords})
+	case spec.IsScalar(t) && t.Kind() == reflect.Float64:
+		return scalar(map[string]any{"type": "number"}, map[string]any{"type": "string", "pattern": `^[-+]?[0-9.eE+-]+$`})
+	case spec.IsScalar(t) && t.Kind() >= reflect.Int && t.Kind() <= reflect.Uint64 && !reflect.PointerTo(t).Implements(textUnmarshalerType):
+		return scalar(map[string]any{"type": "integer"}, map[string]any{"type": "string", "pattern": intPattern})
 	case spec.IsScalar(t):
-		return map[string]any{"type": "string"}
+		// A string, or a type that parses its own text: YAML's numbers and
+		// booleans are text to the loader too.
+		return map[string]any{"type": []string{"string", "number", "boolean", "null"}}
 	case t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.String:
-		// A single string is a list of one.
-		return map[string]any{"anyOf": []any{map[string]any{"type": "array", "items": map[string]any{"type": "string"}}, map[string]any{"type": "string"}}}
+		// A single scalar is a list of one.
+		item := map[string]any{"type": []string{"string", "number", "boolean"}}
+		return map[string]any{"anyOf": []any{map[string]any{"type": "array", "items": item}, item, map[string]any{"type": "null"}}}
 	case t.Kind() == reflect.Slice:
-		return map[string]any{"type": "array", "items": g.valueSchema(t.Elem(), section)}
+		return map[string]any{"type": []string{"array", "null"}, "items": g.valueSchema(t.Elem(), section)}
 	case t.Kind() == reflect.Map:
-		return map[string]any{"type": "object", "additionalProperties": map[string]any{"type": "string"}}
+		return map[string]any{"type": []string{"object", "null"}, "additionalProperties": map[string]any{"type": []string{"string", "number", "boolean"}}}
 	case t.Kind() == reflect.Pointer:
 		return g.valueSchema(t.Elem(), section)
 	case t.Kind() == reflect.Struct:
@@ -149,13 +161,15 @@ func (g *schemaGen) plugins(section string) map[string]any {
 		}
 		alts = append(alts, s)
 	}
+	// A type given by ${VAR} is known only when the file is loaded.
+	alts = append(alts, map[string]any{"type": "object", "required": []string{"type"}, "properties": map[string]any{"type": interpRef}})
 	names := kindNames(section)
 	return map[string]any{"oneOf": alts, "description": section + " kinds of this build: " + strings.Join(names, ", ")}
 }
 
-// enum restricts s to values (or a ${VAR} reference).
+// enum restricts s to values (or unset).
 func enum(values []string, s map[string]any) map[string]any {
-	s["anyOf"] = []any{map[string]any{"enum": values}, interpRef}
+	s["anyOf"] = append([]any{map[string]any{"enum": values}}, unset...)
 	return s
 }
 

@@ -172,3 +172,35 @@ func TestPostgresDSNNeverPrints(t *testing.T) {
 		}
 	}
 }
+
+// TestDumpShowsInterpolatedValuesAsWritten: a secret can reach a field that
+// is not a Secret through ${VAR} (a token command, an endpoint); Dump
+// writes every interpolated value as the file wrote it, lists split at
+// commas included, and literal values and defaults as they are.
+func TestDumpShowsInterpolatedValuesAsWritten(t *testing.T) {
+	const token = "eyJ-the-token"
+	j := mustParse(t, doc(
+		"name: orders",
+		"kafka:",
+		"  brokers: \"${BROKERS}\"",
+		"  sasl: {mechanism: OAUTHBEARER, token_command: \"printf %s ${OAUTH_TOKEN}\", allow_cleartext: true}",
+		"source: {topics: [orders, \"${EXTRA_TOPIC}\"]}",
+		"sink: {type: file, path: \"${OUT:-./out}\"}",
+	), map[string]string{"OAUTH_TOKEN": token, "BROKERS": "k1:9092,k2:9092", "EXTRA_TOPIC": "audit"})
+	dump, err := j.Dump()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := string(dump)
+	if strings.Contains(out, token) || strings.Contains(out, "k1:9092") || strings.Contains(out, "audit") || strings.Contains(out, "path: ./out") {
+		t.Errorf("Dump shows interpolated values:\n%s", out)
+	}
+	for _, want := range []string{"token_command: printf %s ${OAUTH_TOKEN}", "- ${BROKERS}\n", "- orders\n    - ${EXTRA_TOPIC}\n", "path: ${OUT:-./out}", "client_id: orders"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("Dump lacks %q:\n%s", want, out)
+		}
+	}
+	if j.Kafka.SASL.TokenCommand != "printf %s "+token || len(j.Kafka.Brokers) != 2 {
+		t.Errorf("the job itself must hold the values: %q, %q", j.Kafka.SASL.TokenCommand, j.Kafka.Brokers)
+	}
+}

@@ -50,9 +50,13 @@ type podMonitor struct {
 		JobLabel            string               `json:"jobLabel"`
 		Selector            metav1.LabelSelector `json:"selector"`
 		PodMetricsEndpoints []struct {
-			Port     string `json:"port"`
-			Path     string `json:"path"`
-			Interval string `json:"interval"`
+			Port        string `json:"port"`
+			Path        string `json:"path"`
+			Interval    string `json:"interval"`
+			Relabelings []struct {
+				SourceLabels []string `json:"sourceLabels"`
+				TargetLabel  string   `json:"targetLabel"`
+			} `json:"relabelings"`
 		} `json:"podMetricsEndpoints"`
 	} `json:"spec"`
 }
@@ -354,6 +358,11 @@ func TestServiceAndPodMonitorSelectThePod(t *testing.T) {
 	e := spec.PodMetricsEndpoints[0]
 	if _, err := time.ParseDuration(e.Interval); port(c, e.Port) == 0 || e.Path != "/metrics" || err != nil {
 		t.Errorf("the PodMonitor scrapes %s on port %q every %q, want /metrics on a named container port, a duration", e.Path, e.Port, e.Interval)
+	}
+	// instance is the pod's name, which a recreated pod keeps (its IP
+	// changes): the alerts and the dashboard follow one process by it.
+	if len(e.Relabelings) != 1 || e.Relabelings[0].TargetLabel != "instance" || strings.Join(e.Relabelings[0].SourceLabels, ",") != "__meta_kubernetes_pod_name" {
+		t.Errorf("the PodMonitor's relabelings %+v do not make instance the pod's name", e.Relabelings)
 	}
 }
 

@@ -49,6 +49,9 @@ type Job struct {
 	health        health
 	history       history
 	last          atomic.Pointer[Completion]
+	// stopping: Run was asked to stop (its final checkpoint is under
+	// way); stopped: Run returned. For JobInfo.State.
+	stopping, stopped atomic.Bool
 }
 
 // New prepares a job; cfg must have been validated (config.Load does).
@@ -86,6 +89,9 @@ func (j *Job) Run(ctx context.Context) error {
 	// gets a context of its own; ctx only asks it to stop.
 	actx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
+	defer j.stopped.Store(true)
+	stop := context.AfterFunc(ctx, func() { j.stopping.Store(true) })
+	defer stop()
 	failures := 0
 	backoff := j.cfg.Restart.InitialBackoff
 	for {

@@ -28,9 +28,10 @@ type JobInfo struct {
 	// Version is the connector's version; Info leaves it empty for the
 	// caller (the binary knows it) to fill.
 	Version string `json:"version,omitempty"`
-	// State is "starting" (before the first attempt runs), "running", or
+	// State is "starting" (before the first attempt runs), "running",
 	// "restarting" (after a failure: restoring from the last completed
-	// checkpoint, or waiting out the backoff).
+	// checkpoint, or waiting out the backoff), "stopping" (asked to stop:
+	// taking the final checkpoint) or "stopped" (Run returned).
 	State string `json:"state"`
 	// At is when these values were read.
 	At            time.Time `json:"at"`
@@ -78,6 +79,8 @@ const (
 	stateStarting   = "starting"
 	stateRunning    = "running"
 	stateRestarting = "restarting"
+	stateStopping   = "stopping" // asked to stop: taking the final checkpoint
+	stateStopped    = "stopped"  // Run returned
 )
 
 // Info returns what /api/job shows. Safe from any goroutine, at any time
@@ -98,6 +101,10 @@ func (j *Job) Info() JobInfo {
 		LastCompleted:   j.last.Load(),
 	}
 	switch {
+	case j.stopped.Load():
+		info.State = stateStopped
+	case j.stopping.Load():
+		info.State = stateStopping
 	case j.health.running.Load():
 		info.State = stateRunning
 	case info.Restarts > 0:

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -78,5 +79,17 @@ sink: {type: stdout}
 	j.metrics.restarts.Inc()
 	if got := j.Info(); got.State != stateRestarting || got.Restarts != 1 || len(got.Partitions) != 0 {
 		t.Errorf("after a failure: state %q, restarts %d, partitions %v; want restarting, 1, none", got.State, got.Restarts, got.Partitions)
+	}
+
+	// Run stopped at once (no broker answers before the stop): stopping
+	// while it ends, stopped once it returned.
+	t.Chdir(t.TempDir()) // the job's directories are relative
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := j.Run(ctx); err != nil {
+		t.Fatalf("Run after a stop: %v", err)
+	}
+	if got := j.Info(); got.State != stateStopped {
+		t.Errorf("after Run returned: state %q, want stopped", got.State)
 	}
 }

@@ -30,7 +30,7 @@ type attemptMetrics struct {
 	lag, dropped                      *prometheus.Desc
 	sinkBytes, sinkFiles, sinkRecords *prometheus.Desc
 	sinkTxnCommits, sinkTxnAborts     *prometheus.Desc
-	sinkOldestTxn                     *prometheus.Desc
+	sinkOldestTxn, sinkTxnTimeout     *prometheus.Desc
 	state                             stateDescs
 
 	mu      sync.Mutex
@@ -75,6 +75,8 @@ func newAttemptMetrics() *attemptMetrics {
 			"Transactions the sink aborted: at start (left open by an earlier run), on a failed pre-commit, on a stop (transactional sinks: kafka).", nil, nil),
 		sinkOldestTxn: prometheus.NewDesc("connector_sink_oldest_open_transaction_seconds",
 			"Age of the sink's oldest open transaction, 0 if none; the broker aborts a transaction older than its timeout (transactional sinks: kafka).", nil, nil),
+		sinkTxnTimeout: prometheus.NewDesc("connector_sink_transaction_timeout_seconds",
+			"The sink's transaction timeout (sink.transaction_timeout), for alerts on connector_sink_oldest_open_transaction_seconds (transactional sinks: kafka).", nil, nil),
 		state:   newStateDescs(),
 		carried: carried{dropped: map[string]uint64{}, state: map[int]stateCounts{}},
 	}
@@ -134,6 +136,7 @@ func (m *attemptMetrics) Describe(ch chan<- *prometheus.Desc) {
 	ch <- m.sinkTxnCommits
 	ch <- m.sinkTxnAborts
 	ch <- m.sinkOldestTxn
+	ch <- m.sinkTxnTimeout
 	m.state.describe(ch)
 }
 
@@ -179,10 +182,10 @@ func (m *attemptMetrics) collectDropped(ch chan<- prometheus.Metric, chains []*t
 // transactions end with it).
 func (m *attemptMetrics) collectSink(ch chan<- prometheus.Metric, snk sink.Sink) {
 	stats := m.carried.sink
-	var oldest float64
+	var oldest, timeout float64
 	if r, ok := snk.(sink.StatsReporter); ok {
 		cur := r.Stats()
-		oldest = cur.OldestOpenTransaction.Seconds()
+		oldest, timeout = cur.OldestOpenTransaction.Seconds(), cur.TransactionTimeout.Seconds()
 		stats = addStats(stats, cur)
 	}
 	if stats == nil {
@@ -198,4 +201,7 @@ func (m *attemptMetrics) collectSink(ch chan<- prometheus.Metric, snk sink.Sink)
 		ch <- prometheus.MustNewConstMetric(c.d, prometheus.CounterValue, float64(c.n))
 	}
 	ch <- prometheus.MustNewConstMetric(m.sinkOldestTxn, prometheus.GaugeValue, oldest)
+	if timeout > 0 {
+		ch <- prometheus.MustNewConstMetric(m.sinkTxnTimeout, prometheus.GaugeValue, timeout)
+	}
 }

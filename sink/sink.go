@@ -130,9 +130,12 @@ type Stats struct {
 	// transactions of transactional sinks.
 	TransactionsCommitted, TransactionsAborted uint64
 	// OldestOpenTransaction is how long the oldest transaction still open
-	// has been (0: none); a transaction older than its timeout is aborted
-	// by the broker.
+	// has been (0: none); a transaction older than TransactionTimeout is
+	// aborted by the broker.
 	OldestOpenTransaction time.Duration
+	// TransactionTimeout is the transactions' timeout (0: the sink has
+	// none), so alerts can compare OldestOpenTransaction with it.
+	TransactionTimeout time.Duration
 }
 
 // Auditor is implemented by sinks that can tell what their committed output

@@ -62,7 +62,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return exitUsage
 	}
-	log, ok := logs.logger(probe.Log, stderr)
+	log, ok := logs.logger(probe, stderr)
 	if !ok {
 		return exitUsage
 	}

@@ -39,7 +39,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return exitUsage
 	}
-	log, ok := logs.logger(job.Log, stderr)
+	log, ok := logs.logger(job, stderr)
 	if !ok {
 		return exitUsage
 	}

@@ -22,28 +22,31 @@ type logFlags struct {
 	format *string
 }
 
-// addLogFlags adds --log-level and --log-format to fs. defaultLevel is
-// the level when neither the flag nor the config sets one ("" takes the
-// config's log.level).
+// addLogFlags adds --log-level and --log-format to fs. defaultLevel, if
+// not "", is the level when neither the flag nor the file gives one, in
+// place of log.level's own default.
 func addLogFlags(fs *flag.FlagSet, defaultLevel string) *logFlags {
-	what := "the config's log.level"
+	what := "info"
 	if defaultLevel != "" {
 		what = defaultLevel
 	}
 	return &logFlags{
 		fs:     fs,
-		level:  fs.String("log-level", defaultLevel, "log `level`: debug, info, warn, error (default: "+what+")"),
+		level:  fs.String("log-level", defaultLevel, "log `level`: debug, info, warn, error (default: the config's log.level, else "+what+")"),
 		format: fs.String("log-format", "", "log `format`: json or console (default: the config's log.format, else console on a terminal, json otherwise)"),
 	}
 }
 
-// logger returns the process's logger for cfg, with the flags given on
-// the command line winning over it. A bad flag value is printed to w and
-// ok is false (exit 2).
-func (lf *logFlags) logger(cfg config.Log, w io.Writer) (log zerolog.Logger, ok bool) {
-	level, format := cfg.Level, cfg.Format
-	if *lf.level != "" || lf.given("log-level") {
+// logger returns the process's logger for job's log: keys, with the flags
+// given on the command line winning over them. A bad flag value is printed
+// to w and ok is false (exit 2).
+func (lf *logFlags) logger(job *config.Job, w io.Writer) (log zerolog.Logger, ok bool) {
+	level, format := job.Log.Level, job.Log.Format
+	switch {
+	case lf.given("log-level"):
 		level = *lf.level
+	case *lf.level != "" && !job.Given("log.level"):
+		level = *lf.level // the command's own default
 	}
 	if lf.given("log-format") {
 		format = config.LogFormat(*lf.format)

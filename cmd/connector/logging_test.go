@@ -31,28 +31,42 @@ func TestLogFormatIsJSONOffATerminalAndConsoleWhenAsked(t *testing.T) {
 		t.Errorf("automatic format on a pipe: %q (%v), want one JSON object", line, err)
 	}
 
-	logger := func(cfg config.Log, args ...string) (string, bool) {
+	// logger logs a debug and an info line through a job whose log:
+	// section is logSection, with a command default of defaultLevel.
+	logger := func(logSection, defaultLevel string, args ...string) (string, bool) {
+		t.Helper()
+		job, err := config.Parse("job.yaml", []byte("name: j\nkafka: {brokers: [b:1]}\nsource: {topics: [o]}\nsink: {type: stdout}\n"+logSection), func(string) (string, bool) { return "", false })
+		if err != nil {
+			t.Fatal(err)
+		}
 		fs := flag.NewFlagSet("t", flag.ContinueOnError)
-		lf := addLogFlags(fs, "")
+		lf := addLogFlags(fs, defaultLevel)
 		if err := fs.Parse(args); err != nil {
 			t.Fatal(err)
 		}
 		var buf bytes.Buffer
-		log, ok := lf.logger(cfg, &buf)
+		log, ok := lf.logger(job, &buf)
 		log.Debug().Msg("debug line")
 		log.Info().Str("partition", "orders/3").Msg("info line")
 		return buf.String(), ok
 	}
-	out, _ := logger(config.Log{Format: config.LogConsole, Level: "info"})
+	out, _ := logger("log: {format: console}\n", "")
 	if strings.HasPrefix(out, "{") || !strings.Contains(out, "INF info line partition=orders/3") || strings.Contains(out, "debug line") || strings.Contains(out, "\x1b[") {
 		t.Errorf("console format at info, off a terminal: %q, want text without colours", out)
 	}
-	out, _ = logger(config.Log{Format: config.LogConsole, Level: "info"}, "--log-format", "json", "--log-level", "debug")
+	out, _ = logger("log: {format: console, level: info}\n", "", "--log-format", "json", "--log-level", "debug")
 	if lines := strings.Split(strings.TrimSpace(out), "\n"); len(lines) != 2 || !strings.HasPrefix(lines[0], `{"level":"debug"`) {
 		t.Errorf("flags over the config: %q, want two JSON lines from debug up", out)
 	}
+	// A command's own default level (dev: warn) gives way to the file's.
+	if out, _ := logger("", "warn"); out != "" {
+		t.Errorf("command default warn, no log.level in the file: %q, want nothing at info", out)
+	}
+	if out, _ := logger("log: {level: info}\n", "warn"); !strings.Contains(out, "info line") {
+		t.Errorf("command default warn, log.level info in the file: %q, want the info line", out)
+	}
 	for _, bad := range [][]string{{"--log-format", "xml"}, {"--log-level", "loud"}} {
-		if out, ok := logger(config.Log{Level: "info"}, bad...); ok || !strings.Contains(out, bad[0]) {
+		if out, ok := logger("", "", bad...); ok || !strings.Contains(out, bad[0]) {
 			t.Errorf("%q: ok %v, output %q; want refused, the flag named", bad, ok, out)
 		}
 	}

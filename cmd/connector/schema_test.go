@@ -64,6 +64,9 @@ func TestEveryShippedConfigFitsTheSchemaAndNamesIt(t *testing.T) {
 		"unknown sink kind":       "name: j\nsource: {topics: [o]}\nkafka: {brokers: [b:1]}\nsink: {type: carrier-pigeon}\n",
 		"duration without a unit": base + "kafka: {brokers: [b:1]}\ncheckpoint: {interval: 5}\n",
 		"log format":              base + "kafka: {brokers: [b:1]}\nlog: {format: xml}\n",
+		"log level":               base + "kafka: {brokers: [b:1]}\nlog: {level: verbose}\n",
+		"byte size without B":     "name: j\nsource: {topics: [o]}\nkafka: {brokers: [b:1]}\nsink: {type: file, path: ./o, roll_size: 64M}\n",
+		"bool word":               base + "kafka: {brokers: [b:1], tls: {enabled: yes}}\n",
 	} {
 		if err := sch.Validate(yamlInstance(t, doc)); err == nil {
 			t.Errorf("%s: the schema accepts %q", name, doc)
@@ -77,6 +80,11 @@ func TestEveryShippedConfigFitsTheSchemaAndNamesIt(t *testing.T) {
 		"interpolated integer":   base + "kafka: {brokers: [b:1]}\npipeline: {parallelism: \"${P:-2}\"}\n",
 		"lowercase mechanism":    base + "kafka: {brokers: [b:1], sasl: {mechanism: scram-sha-256, username: u, password: p}}\n",
 		"one broker as a string": base + "kafka: {brokers: b:1}\n",
+		"a section left empty":   base + "kafka: {brokers: [b:1]}\ncheckpoint:\n",
+		"an empty value":         base + "kafka: {brokers: [b:1]}\ncheckpoint: {interval: \"\", mode: \"\"}\n",
+		"numbers as text":        "name: 2024\nsource: {topics: [123]}\nsink: {type: stdout}\nkafka: {brokers: [b:1]}\npipeline: {parallelism: \"2\"}\n",
+		"interpolated type":      "name: j\nsource: {topics: [o]}\nsink: {type: \"${SINK:-stdout}\"}\nkafka: {brokers: [b:1]}\n",
+		"byte size in MiB":       "name: j\nsource: {topics: [o]}\nkafka: {brokers: [b:1]}\nsink: {type: file, path: ./o, roll_size: 64MiB, roll_age: 90s}\n",
 		"nested filter":          base + "kafka: {brokers: [b:1]}\npipeline: {transforms: [{type: filter, condition: {any: [{field: a, op: eq, value: 1}, {all: [{field: b, op: exists}]}]}}]}\n",
 	} {
 		if err := sch.Validate(yamlInstance(t, doc)); err != nil {

@@ -11,8 +11,8 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// redacted is what a Secret prints as, however it is printed.
-const redacted = "***"
+// Redacted is what a Secret prints as, however it is printed.
+const Redacted = "***"
 
 // Secret is a value that must not appear in logs, dumps or error messages:
 // String, GoString, MarshalJSON, MarshalText, MarshalYAML and
@@ -32,22 +32,22 @@ func (s Secret) Value() string { return s.v }
 func (s Secret) IsZero() bool { return s.v == "" }
 
 // String returns "***".
-func (s Secret) String() string { return redacted }
+func (s Secret) String() string { return Redacted }
 
 // GoString returns "***", so %#v does not print the secret either.
-func (s Secret) GoString() string { return redacted }
+func (s Secret) GoString() string { return Redacted }
 
 // MarshalJSON returns "***" as a JSON string.
-func (s Secret) MarshalJSON() ([]byte, error) { return json.Marshal(redacted) }
+func (s Secret) MarshalJSON() ([]byte, error) { return json.Marshal(Redacted) }
 
 // MarshalText returns "***".
-func (s Secret) MarshalText() ([]byte, error) { return []byte(redacted), nil }
+func (s Secret) MarshalText() ([]byte, error) { return []byte(Redacted), nil }
 
 // MarshalYAML returns "***".
-func (s Secret) MarshalYAML() (any, error) { return redacted, nil }
+func (s Secret) MarshalYAML() (any, error) { return Redacted, nil }
 
 // MarshalZerologObject logs the secret as {"secret":"***"}.
-func (s Secret) MarshalZerologObject(e *zerolog.Event) { e.Str("secret", redacted) }
+func (s Secret) MarshalZerologObject(e *zerolog.Event) { e.Str("secret", Redacted) }
 
 var (
 	_ json.Marshaler             = Secret{}

@@ -37,7 +37,7 @@ type Config struct {
 	// Partitioning: key (murmur2 of the key, as Java clients; records
 	// without a key spread) or same_as_input (the input record's
 	// partition number; the output topic needs at least as many).
-	Partitioning string `yaml:"partitioning" default:"key" doc:"key (murmur2, as Java clients) | same_as_input"`
+	Partitioning string `yaml:"partitioning" default:"key" enum:"key,same_as_input" doc:"key (murmur2, as Java clients) | same_as_input"`
 	// OriginHeaders adds connector.source.topic, .partition and .offset
 	// headers to every record (the input's headers are always kept).
 	OriginHeaders bool `yaml:"origin_headers,omitempty" doc:"add headers naming the input topic, partition and offset"`

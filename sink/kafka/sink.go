@@ -228,6 +228,7 @@ func (s *Sink) Stats() sink.Stats {
 	st := sink.Stats{
 		TransactionsCommitted: s.stats.commits.Load(),
 		TransactionsAborted:   s.stats.aborts.Load(),
+		TransactionTimeout:    s.cfg.TransactionTimeout,
 	}
 	var oldest time.Time
 	note := func(t *txn) {

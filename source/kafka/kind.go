@@ -43,7 +43,7 @@ type Config struct {
 	// deleted by retention before they were read, a truncated log, an
 	// impossible offset). fail refuses to start, naming each partition;
 	// earliest starts those partitions from their log start.
-	OnPositionLost string `yaml:"on_position_lost" default:"fail" doc:"fail | earliest: when a checkpointed position no longer applies (topic recreated, offset outside the log)"`
+	OnPositionLost string `yaml:"on_position_lost" default:"fail" enum:"fail,earliest" doc:"fail | earliest: when a checkpointed position no longer applies (topic recreated, offset outside the log)"`
 }
 
 // maxFetch is the most a fetch setting may ask for (the protocol's int32).
