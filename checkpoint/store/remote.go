@@ -86,6 +86,13 @@ func (s *Store) AttachRemote(ctx context.Context, r Remote) error {
 			ids = append(ids, id)
 		} else if p, ok := strings.CutPrefix(k, remoteStatePrefix); ok && validStatePath(p) == nil {
 			rs.objects[p] = size
+			// A save that died after uploading state files and before its
+			// metadata left files named for its id: that id must not be
+			// used again, or the next checkpoint's files of the same name
+			// would be taken for uploaded (file names are not content).
+			if id, ok := statePathID(p); ok {
+				s.maxID = max(s.maxID, id)
+			}
 		} else {
 			s.log.Warn().Str("storage", r.String()).Str("key", k).Msg("ignoring an object in checkpoint storage that the store never writes")
 		}
@@ -234,8 +241,8 @@ func (s *Store) upload(md *checkpoint.Metadata, buf []byte) error {
 	defer cancel()
 	var todo []string
 	for f := range files(md) {
-		if _, ok := rs.objects[f]; !ok {
-			todo = append(todo, f)
+		if size, ok := rs.objects[f]; !ok || size != s.stateSize(f) {
+			todo = append(todo, f) // missing, or another file of that name
 		}
 	}
 	slices.Sort(todo)
@@ -257,6 +264,16 @@ func (s *Store) upload(md *checkpoint.Metadata, buf []byte) error {
 	}
 	rs.metas[md.ID] = files(md)
 	return nil
+}
+
+// stateSize is the size of state file f, -1 if it cannot be read (the
+// upload then says why).
+func (s *Store) stateSize(f string) int64 {
+	st, err := s.fs.Stat(s.fs.PathJoin(s.stateRoot, f))
+	if err != nil {
+		return -1
+	}
+	return st.Size()
 }
 
 func (s *Store) uploadFile(ctx context.Context, r Remote, f string) (int64, error) {

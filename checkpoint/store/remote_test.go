@@ -265,3 +265,41 @@ func TestRemoteCorruptMetadataIsSkipped(t *testing.T) {
 		t.Error("a state file was deleted while a corrupt checkpoint in the window hides what it references")
 	}
 }
+
+// A save that died after uploading its state files and before its metadata
+// leaves files named for its id on the remote. A new machine must not use
+// that id again: its own files of the same names (other contents) would be
+// taken for uploaded, and the checkpoint would restore the dead save's
+// files (seen in the e2e test as "object size mismatch" at restore). And a
+// state file on the remote whose size is not the local one's is uploaded
+// again, whatever its name says.
+func TestRemoteNeverReusesTheIdOfAnUnfinishedSave(t *testing.T) {
+	// Real names: ids zero-padded (checkpoint.ID.Name), as the state
+	// package writes them.
+	full := func(id checkpoint.ID, file string) string { return FullSnapshotPath(id, 1) + "/" + file }
+	r := newMemRemote()
+	a, memA := attached(t, r, 3)
+	writeState(t, memA, full(1, "000001.sst"))
+	must(t, a.Save(meta(1, full(1, "000001.sst"))))
+	must(t, a.Close())
+	// The dead save of checkpoint 2: its files only.
+	r.objects["state/"+full(2, "000002.sst")] = []byte("the dead save's sstable")
+	r.objects["state/"+ChangelogPath(2, 1)] = []byte("the dead save's changelog")
+
+	b, memB := attached(t, r, 3)
+	if b.MaxID() != 2 {
+		t.Fatalf("MaxID = %d on the new machine, want 2 (the unfinished save's id)", b.MaxID())
+	}
+	if err := b.Save(meta(2, full(1, "000001.sst"))); !errors.Is(err, ErrInvalid) {
+		t.Errorf("saving checkpoint 2 again: %v, want ErrInvalid", err)
+	}
+
+	// A remote file of a name the next checkpoint uses, with other
+	// contents (so another size): uploaded again.
+	r.objects["state/"+full(3, "000003.sst")] = []byte("stale")
+	writeState(t, memB, full(3, "000003.sst"))
+	must(t, b.Save(meta(3, full(3, "000003.sst"))))
+	if got := string(r.objects["state/"+full(3, "000003.sst")]); got != "contents of "+full(3, "000003.sst") {
+		t.Errorf("the remote holds %q for checkpoint 3's sstable, want the local file", got)
+	}
+}

@@ -180,12 +180,21 @@ func (s *Store) CleanStateRoot() ([]string, error) {
 func (s *Store) stateMaxID() checkpoint.ID {
 	var m checkpoint.ID
 	for _, d := range s.stateDirs() {
-		name, _, _ := strings.Cut(strings.TrimPrefix(d, fullDir+"/"), "-worker-")
-		if id, ok := checkpoint.ParseName(name); ok && id <= MaxID {
+		if id, ok := statePathID(d); ok {
 			m = max(m, id)
 		}
 	}
 	return m
+}
+
+// statePathID is the checkpoint id a state path (a file or a checkpoint
+// directory, relative to the state root) was written for: chk-<id>/... and
+// full/chk-<id>-worker-<n>/....
+func statePathID(p string) (checkpoint.ID, bool) {
+	first, _, _ := strings.Cut(strings.TrimPrefix(p, fullDir+"/"), "/")
+	name, _, _ := strings.Cut(first, "-worker-")
+	id, ok := checkpoint.ParseName(name)
+	return id, ok && id <= MaxID
 }
 
 // stateDirs lists the checkpoint directories of the state root: each
