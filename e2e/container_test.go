@@ -194,8 +194,7 @@ type containerRun struct {
 // when the test ends; if the test failed, its last log lines are printed.
 func startContainer(t *testing.T, name, image, volume, cfg string, env ...string) *containerRun {
 	t.Helper()
-	c := &containerRun{t: t, name: name, http: &proc{addr: freeAddr(t)}, copyDir: t.TempDir()}
-	c.out = newOutputReader(filepath.Join(c.copyDir, "out"))
+	c := newContainerRun(t, name, freeAddr(t))
 	dockerRemove(t, "container", name)
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -220,20 +219,36 @@ func startContainer(t *testing.T, name, image, volume, cfg string, env ...string
 	return c
 }
 
-// stop runs docker stop (SIGTERM; SIGKILL after 90 s), requires exit code
-// 0 and the final checkpoint in the log (checkLog), and returns what the
-// log says.
+// newContainerRun is the container name, whose HTTP server the host
+// reaches at addr.
+func newContainerRun(t *testing.T, name, addr string) *containerRun {
+	c := &containerRun{t: t, name: name, http: &proc{addr: addr}, copyDir: t.TempDir()}
+	c.out = newOutputReader(filepath.Join(c.copyDir, "out"))
+	return c
+}
+
+// stop runs docker stop (SIGTERM; SIGKILL after 90 s): see stopBy.
 func (c *containerRun) stop(version string) containerLog {
 	c.t.Helper()
+	return c.stopBy("docker stop (SIGTERM)", version, func() {
+		dockerCmd(c.t, 2*time.Minute, "stop", "--time", "90", c.name)
+	})
+}
+
+// stopBy stops the container with stop (how says what it does), requires
+// exit code 0 and the final checkpoint in the log (checkLog), and returns
+// what the log says.
+func (c *containerRun) stopBy(how, version string, stop func()) containerLog {
+	c.t.Helper()
 	t0 := time.Now()
-	dockerCmd(c.t, 2*time.Minute, "stop", "--time", "90", c.name)
+	stop()
 	took := time.Since(t0).Round(time.Millisecond)
 	info := c.inspect()
 	if info.State.Running || info.State.ExitCode != 0 || info.State.OOMKilled {
-		c.t.Fatalf("%s after docker stop: status %s, exit code %d, OOM-killed %v, error %q; want exit code 0",
-			c.name, info.State.Status, info.State.ExitCode, info.State.OOMKilled, info.State.Error)
+		c.t.Fatalf("%s after %s: status %s, exit code %d, OOM-killed %v, error %q; want exit code 0",
+			c.name, how, info.State.Status, info.State.ExitCode, info.State.OOMKilled, info.State.Error)
 	}
-	c.t.Logf("container %s: docker stop (SIGTERM) -> exit code 0 in %v", c.name, took)
+	c.t.Logf("container %s: %s -> exit code 0 in %v", c.name, how, took)
 	return c.checkLog(version)
 }
 

@@ -32,6 +32,13 @@
 //	go test -count=1 -timeout 20m -v ./e2e/
 //	scripts/kafka stop
 //
+// The container tests (container_test.go, compose_test.go) build the
+// Dockerfile's runtime stage and the images docker-compose.yml names from
+// local material (no registry is needed: docker_helpers_test.go,
+// kafka_image_helpers_test.go) and run them with a Docker engine and
+// docker-compose (scripts/docker; scripts/test starts it and sets
+// CONNECTOR_DOCKER=1, with which a missing engine fails them).
+//
 // The PostgreSQL sink's tests (pg_*_test.go) check its table instead of
 // files, and also need PG_DSN (internal/pgtest; scripts/test starts a
 // server): each makes a database of its own there. The test that restarts

@@ -17,6 +17,7 @@ package e2e
 
 import (
 	"archive/tar"
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -74,10 +75,20 @@ func requireDocker(t *testing.T) string {
 // standard error. The classic builder is asked for: see the top of this
 // file.
 func runDocker(timeout time.Duration, stdin io.Reader, args ...string) (string, error) {
+	stdout, _, err := runCLI(timeout, "", []string{"DOCKER_BUILDKIT=0"}, stdin, "docker", args...)
+	return stdout, err
+}
+
+// runCLI runs the command name with args in dir ("": here), env added to
+// the test's environment and stdin (if not nil) on its standard input,
+// for at most timeout, and returns its standard output and error; the
+// error carries the latter.
+func runCLI(timeout time.Duration, dir string, env []string, stdin io.Reader, name string, args ...string) (string, string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "docker", args...)
-	cmd.Env = append(os.Environ(), "DOCKER_BUILDKIT=0")
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdin = stdin
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -86,9 +97,9 @@ func runDocker(timeout time.Duration, stdin io.Reader, args ...string) (string, 
 		err = fmt.Errorf("not done within %v", timeout)
 	}
 	if err != nil {
-		return stdout.String(), fmt.Errorf("docker %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+		err = fmt.Errorf("%s %s: %v: %s", name, strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
 	}
-	return stdout.String(), nil
+	return stdout.String(), stderr.String(), err
 }
 
 // dockerCmd is runDocker that fails the test on an error.
@@ -256,12 +267,15 @@ func distrolessLayout(t testing.TB) []tarEntry {
 }
 
 // tarEntry is a file (or, with a name ending in '/', a directory) of an
-// image made by importImage, owned by uid:uid.
+// image made by importImage, owned by uid:uid. A file holds data, or, when
+// src is set, the content of the host's file src (read as the layer is
+// written: large files need not be held in memory).
 type tarEntry struct {
 	name string
 	mode int64
 	uid  int
 	data []byte
+	src  string
 }
 
 // importImage makes the single-layer image name of entries with docker
@@ -269,25 +283,8 @@ type tarEntry struct {
 // changes (Dockerfile instructions), and removes it when the test ends.
 func importImage(t testing.TB, tarPath, name string, entries []tarEntry, changes []string) {
 	t.Helper()
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	for _, e := range entries {
-		h := &tar.Header{Name: e.name, Mode: e.mode, Uid: e.uid, Gid: e.uid, ModTime: time.Now(), Typeflag: tar.TypeReg, Size: int64(len(e.data))}
-		if strings.HasSuffix(e.name, "/") {
-			h.Typeflag, h.Size = tar.TypeDir, 0
-		}
-		if err := tw.WriteHeader(h); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := tw.Write(e.data); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(tarPath, buf.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
+	if err := writeLayer(tarPath, entries); err != nil {
+		t.Fatalf("write the layer of image %s: %v", name, err)
 	}
 	args := []string{"import"}
 	for _, c := range changes {
@@ -295,6 +292,62 @@ func importImage(t testing.TB, tarPath, name string, entries []tarEntry, changes
 	}
 	dockerRemove(t, "image", name)
 	dockerCmd(t, 2*time.Minute, append(args, tarPath, name)...)
+}
+
+// writeLayer writes entries as a tar archive to path.
+func writeLayer(path string, entries []tarEntry) (err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	bw := bufio.NewWriterSize(f, 1<<20)
+	tw := tar.NewWriter(bw)
+	now := time.Now()
+	for _, e := range entries {
+		h := &tar.Header{Name: e.name, Mode: e.mode, Uid: e.uid, Gid: e.uid, ModTime: now, Typeflag: tar.TypeReg, Size: int64(len(e.data))}
+		if strings.HasSuffix(e.name, "/") {
+			h.Typeflag, h.Size = tar.TypeDir, 0
+		}
+		if err := writeEntry(tw, h, e); err != nil {
+			return fmt.Errorf("%s: %w", e.name, err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return err
+	}
+	return bw.Flush()
+}
+
+// writeEntry writes e to tw under h (whose size it sets for a file of
+// the host's).
+func writeEntry(tw *tar.Writer, h *tar.Header, e tarEntry) error {
+	if e.src == "" {
+		if err := tw.WriteHeader(h); err != nil {
+			return err
+		}
+		_, err := tw.Write(e.data)
+		return err
+	}
+	src, err := os.Open(e.src)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	info, err := src.Stat()
+	if err != nil {
+		return err
+	}
+	h.Size = info.Size()
+	if err := tw.WriteHeader(h); err != nil {
+		return err
+	}
+	_, err = io.Copy(tw, src)
+	return err
 }
 
 // ---------------------------------------------------------------------------

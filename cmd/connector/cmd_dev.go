@@ -180,7 +180,9 @@ func generate(ctx context.Context, brokers []string, topic string, rate int, std
 // produceOrders produces sample orders to topic through cl at rate records
 // a second (0: as fast as possible), with ids following the records
 // already in the topic, until count were sent (0: until ctx ends). It
-// returns how many it sent, every one acknowledged unless ctx ended first.
+// returns how many the brokers acknowledged: when ctx ends it sends no
+// more and waits, up to flushTimeout, for those in flight, so a stopped
+// producer's count is what the topic holds.
 func produceOrders(ctx context.Context, cl *kgo.Client, topic string, rate int, count int64) (int64, error) {
 	next := int64(0)
 	if ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic); err == nil {
@@ -189,12 +191,16 @@ func produceOrders(ctx context.Context, cl *kgo.Client, topic string, rate int, 
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	perTick := max(1, rate/100)
+	// Records go out on a context the stop does not cancel: a record
+	// handed to the client is delivered or fails, never dropped unsaid.
+	sendCtx := context.WithoutCancel(ctx)
 	var sent int64
+	var acked atomic.Int64
 	var failed atomic.Value
 	for count == 0 || sent < count {
 		select {
 		case <-ctx.Done():
-			return sent, nil
+			return flushOrders(cl, &acked, &failed)
 		case <-tick.C:
 		}
 		n := int64(perTick)
@@ -208,10 +214,12 @@ func produceOrders(ctx context.Context, cl *kgo.Client, topic string, rate int, 
 			next++
 			value := fmt.Appendf(nil, `{"id":%d,"customer":%q,"amount":%.2f,"status":%q,"created_at":%q,"note":"sample order"}`,
 				next, customers[rand.IntN(len(customers))], rand.Float64()*500, statuses[rand.IntN(len(statuses))], time.Now().UTC().Format(time.RFC3339Nano))
-			cl.Produce(ctx, &kgo.Record{Topic: topic, Key: fmt.Appendf(nil, "%d", next), Value: value}, func(_ *kgo.Record, err error) {
-				if err != nil && ctx.Err() == nil {
+			cl.Produce(sendCtx, &kgo.Record{Topic: topic, Key: fmt.Appendf(nil, "%d", next), Value: value}, func(_ *kgo.Record, err error) {
+				if err != nil {
 					failed.CompareAndSwap(nil, err)
+					return
 				}
+				acked.Add(1)
 			})
 		}
 		sent += n
@@ -219,16 +227,27 @@ func produceOrders(ctx context.Context, cl *kgo.Client, topic string, rate int, 
 			_ = cl.Flush(ctx)
 		}
 		if err, _ := failed.Load().(error); err != nil {
-			return sent, err
+			return acked.Load(), err
 		}
 	}
-	if err := cl.Flush(ctx); err != nil {
-		return sent, err
+	return flushOrders(cl, &acked, &failed)
+}
+
+// flushTimeout bounds the wait for produced orders at the end.
+const flushTimeout = 30 * time.Second
+
+// flushOrders waits for every order in flight and returns how many were
+// acknowledged, and the first failure.
+func flushOrders(cl *kgo.Client, acked *atomic.Int64, failed *atomic.Value) (int64, error) {
+	fctx, cancel := context.WithTimeout(context.Background(), flushTimeout)
+	defer cancel()
+	if err := cl.Flush(fctx); err != nil {
+		return acked.Load(), fmt.Errorf("waiting for the orders in flight: %w", err)
 	}
 	if err, _ := failed.Load().(error); err != nil {
-		return sent, err
+		return acked.Load(), err
 	}
-	return sent, nil
+	return acked.Load(), nil
 }
 
 // progress prints records/s, the last completed checkpoint and the number
