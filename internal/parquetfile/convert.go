@@ -1,120 +1,183 @@
 package parquetfile
 
 import (
-	"bytes"
 	"encoding/base64"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"time"
-
-	"github.com/parquet-go/parquet-go"
 )
 
-// convert turns the raw JSON text of a non-null value into the parquet value
-// of column c. Byte array values point into raw or into w.scratch; Append
-// copies them before it keeps the row.
-func (w *Writer) convert(c int, raw []byte) (parquet.Value, error) {
-	switch typ := w.schema.Columns[c].Type; typ {
-	case TypeString:
-		s, err := w.str(c, raw)
-		return parquet.ByteArrayValue(s), err
-	case TypeJSON:
-		return parquet.ByteArrayValue(raw), nil
-	case TypeBytes:
+// convert turns the raw JSON text of a non-null value into the value of
+// column c, in v. A byte array points into raw or into w.scratch; the
+// column copies it.
+func (w *Writer) convert(c int, raw []byte, v *cell) error {
+	var err error
+	typ := w.types[c]
+	switch typ {
+	case tString:
+		v.b, err = w.str(c, raw)
+	case tJSON:
+		v.b = raw
+	case tBytes:
 		s, err := w.str(c, raw)
 		if err != nil {
-			return parquet.Value{}, err
+			return err
 		}
 		n := len(w.scratch)
 		w.scratch = append(w.scratch, make([]byte, base64.StdEncoding.DecodedLen(len(s)))...)
 		m, err := base64.StdEncoding.Decode(w.scratch[n:], s)
 		if err != nil {
-			return parquet.Value{}, w.badValue(c, raw, "want a base64 string")
+			return w.badValue(c, raw, "want a base64 string")
 		}
 		w.scratch = w.scratch[:n+m]
-		return parquet.ByteArrayValue(w.scratch[n : n+m]), nil
-	case TypeInt32, TypeInt64:
-		v, err := w.integer(c, raw)
-		if err != nil {
-			return parquet.Value{}, err
+		v.b = w.scratch[n : n+m]
+	case tInt32, tInt64:
+		v.n, err = w.integer(c, raw)
+		if err == nil && typ == tInt32 && (v.n < math.MinInt32 || v.n > math.MaxInt32) {
+			err = w.badValue(c, raw, "out of int32 range")
 		}
-		if typ == TypeInt64 {
-			return parquet.Int64Value(v), nil
-		}
-		if v < math.MinInt32 || v > math.MaxInt32 {
-			return parquet.Value{}, w.badValue(c, raw, "out of int32 range")
-		}
-		return parquet.Int32Value(int32(v)), nil
-	case TypeFloat, TypeDouble:
+	case tFloat, tDouble:
 		if raw[0] != '-' && (raw[0] < '0' || raw[0] > '9') {
-			return parquet.Value{}, w.badValue(c, raw, "want a number")
+			return w.badValue(c, raw, "want a number")
 		}
 		bits := 64
-		if typ == TypeFloat {
+		if typ == tFloat {
 			bits = 32
 		}
-		f, err := strconv.ParseFloat(string(raw), bits)
-		if err != nil {
-			return parquet.Value{}, w.badValue(c, raw, fmt.Sprintf("out of %s range", typ))
+		f, ok := parseDecimal(raw)
+		if !ok || typ == tFloat {
+			if f, err = strconv.ParseFloat(string(raw), bits); err != nil {
+				return w.badValue(c, raw, fmt.Sprintf("out of %s range", w.schema.Columns[c].Type))
+			}
 		}
-		if typ == TypeFloat {
-			return parquet.FloatValue(float32(f)), nil
-		}
-		return parquet.DoubleValue(f), nil
-	case TypeBoolean:
+		v.n = int64(math.Float64bits(f))
+	case tBoolean:
 		switch raw[0] {
 		case 't':
-			return parquet.BooleanValue(true), nil
+			v.n = 1
 		case 'f':
-			return parquet.BooleanValue(false), nil
+			v.n = 0
+		default:
+			return w.badValue(c, raw, "want true or false")
 		}
-		return parquet.Value{}, w.badValue(c, raw, "want true or false")
-	case TypeTimestampMS, TypeTimestampUS:
+	case tTimestampMS, tTimestampUS:
 		if raw[0] != '"' {
-			v, err := w.integer(c, raw)
-			return parquet.Int64Value(v), err
+			v.n, err = w.integer(c, raw)
+			return err
 		}
 		s, err := w.str(c, raw)
 		if err != nil {
-			return parquet.Value{}, err
+			return err
 		}
 		t, err := time.Parse(time.RFC3339Nano, string(s))
 		if err != nil {
-			return parquet.Value{}, w.badValue(c, raw, "want an RFC 3339 timestamp or an integer")
+			return w.badValue(c, raw, "want an RFC 3339 timestamp or an integer")
 		}
-		if typ == TypeTimestampMS {
-			return parquet.Int64Value(t.UnixMilli()), nil
+		if typ == tTimestampMS {
+			v.n = t.UnixMilli()
+		} else {
+			v.n = t.UnixMicro()
 		}
-		return parquet.Int64Value(t.UnixMicro()), nil
-	case TypeDate:
+	case tDate:
 		if raw[0] != '"' {
-			v, err := w.integer(c, raw)
-			if err == nil && (v < math.MinInt32 || v > math.MaxInt32) {
+			v.n, err = w.integer(c, raw)
+			if err == nil && (v.n < math.MinInt32 || v.n > math.MaxInt32) {
 				err = w.badValue(c, raw, "out of date range")
 			}
-			return parquet.Int32Value(int32(v)), err
+			return err
 		}
 		s, err := w.str(c, raw)
 		if err != nil {
-			return parquet.Value{}, err
+			return err
 		}
 		t, err := time.Parse(time.DateOnly, string(s))
 		if err != nil {
-			return parquet.Value{}, w.badValue(c, raw, "want a YYYY-MM-DD date or an integer")
+			return w.badValue(c, raw, "want a YYYY-MM-DD date or an integer")
 		}
-		return parquet.Int32Value(int32(t.Unix() / 86400)), nil
+		v.n = t.Unix() / 86400
+	default:
+		panic("parquetfile: unchecked column type " + w.schema.Columns[c].Type)
 	}
-	panic("parquetfile: unchecked column type " + w.schema.Columns[c].Type)
+	return err
 }
 
-// str returns the content of the JSON string raw, unescaped.
+// colType numbers the column types (the Type* constants) for the switch on
+// every value.
+type colType uint8
+
+const (
+	tString colType = iota
+	tInt32
+	tInt64
+	tFloat
+	tDouble
+	tBoolean
+	tTimestampMS
+	tTimestampUS
+	tDate
+	tBytes
+	tJSON
+)
+
+// typeOf is the colType of a checked column type.
+func typeOf(typ string) colType {
+	i := slices.Index(columnTypes, typ)
+	if i < 0 {
+		panic("parquetfile: unchecked column type " + typ)
+	}
+	return colType(i)
+}
+
+// pow10 are the powers of ten a float64 holds exactly.
+var pow10 = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
+	1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22}
+
+// parseDecimal is strconv.ParseFloat's exact fast path for the common
+// number of a record, digits with maybe a fraction and no exponent: an
+// integer below 2^53 divided by an exact power of ten is correctly rounded.
+// It reports false for anything else (the scanner checked the syntax).
+func parseDecimal(raw []byte) (float64, bool) {
+	s := raw
+	neg := s[0] == '-'
+	if neg {
+		s = s[1:]
+	}
+	var m uint64
+	frac, digits := -1, 0
+	for i, d := range s {
+		switch {
+		case d >= '0' && d <= '9':
+			m = m*10 + uint64(d-'0')
+			digits++
+		case d == '.' && frac < 0:
+			frac = i
+		default:
+			return 0, false
+		}
+	}
+	scale := 0
+	if frac >= 0 {
+		scale = len(s) - frac - 1
+	}
+	if digits > 15 || scale >= len(pow10) {
+		return 0, false
+	}
+	f := float64(m) / pow10[scale]
+	if neg {
+		f = -f
+	}
+	return f, true
+}
+
+// str returns the content of the JSON string raw, column c's, unescaped.
 func (w *Writer) str(c int, raw []byte) ([]byte, error) {
 	if raw[0] != '"' {
 		return nil, w.badValue(c, raw, "want a string")
 	}
 	s := raw[1 : len(raw)-1]
-	if bytes.IndexByte(s, '\\') < 0 {
+	if !w.scan.escaped[c] {
 		return s, nil
 	}
 	n := len(w.scratch)
@@ -158,17 +221,4 @@ func (w *Writer) badValue(c int, raw []byte, what string) error {
 		shown = shown[:max] + "..."
 	}
 	return fmt.Errorf("%w: column %q: %s, got %s", ErrBadRecord, w.schema.Columns[c].Name, what, shown)
-}
-
-// size is the estimated plain-encoded size of a value, for Buffered.
-func size(v parquet.Value) int {
-	switch v.Kind() {
-	case parquet.ByteArray:
-		return 4 + len(v.ByteArray())
-	case parquet.Int64, parquet.Double:
-		return 8
-	case parquet.Int32, parquet.Float:
-		return 4
-	}
-	return 1
 }

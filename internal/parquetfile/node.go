@@ -43,5 +43,5 @@ type field struct {
 func (f field) Name() string { return f.name }
 
 // Value is for writing Go values through reflection, which this package never
-// does: rows are built as parquet.Row.
+// does: it encodes the pages itself.
 func (f field) Value(reflect.Value) reflect.Value { return reflect.Value{} }

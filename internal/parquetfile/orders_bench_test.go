@@ -2,33 +2,60 @@ package parquetfile
 
 import (
 	"fmt"
+	"strconv"
+	"syscall"
 	"testing"
+	"time"
 )
+
+var ordersSchema = Schema{Columns: []Column{
+	{Name: "id", Type: TypeString}, {Name: "u", Type: TypeString}, {Name: "h", Type: TypeString},
+	{Name: "amount", Type: TypeDouble}, {Name: "status", Type: TypeString}, {Name: "p", Type: TypeString},
+}, Compression: CompressionZstd}
 
 // BenchmarkRowGroupOfOrders appends and flushes rows shaped like the
 // bench's orders (bench/cmd/load): a unique string id, strings of 1M and
 // 100k distinct values, a double, a status of a few values and a padding
 // string; a row group per 200k rows, as a checkpoint of a fast writer
-// makes. It reports ns per row and the bytes per row of the file.
+// makes, all in one file (one Writer), as a sink writes them. It reports ns
+// per row and the bytes per row of the file.
 func BenchmarkRowGroupOfOrders(b *testing.B) {
-	s := Schema{Columns: []Column{
-		{Name: "id", Type: TypeString}, {Name: "u", Type: TypeString}, {Name: "h", Type: TypeString},
-		{Name: "amount", Type: TypeDouble}, {Name: "status", Type: TypeString}, {Name: "p", Type: TypeString},
-	}, Compression: CompressionZstd}
+	statuses := []string{"paid", "shipped", "pending", "cancelled"}
+	benchRowGroups(b, func(i int) []byte {
+		return fmt.Appendf(nil, `{"id":"r%010d","u":"u%07d","h":"h%05d","amount":%d.%02d,"status":%q,"p":"xyzxyzxyzxyzxyzxyz"}`,
+			i, i%1_000_000, i%100_000, i%10000, i%100, statuses[i%4])
+	})
+}
+
+// BenchmarkRowGroupOfLoadRecords is the same with the exact 100-byte values
+// of bench/cmd/load (Value), which the Kafka-to-S3 drain writes.
+func BenchmarkRowGroupOfLoadRecords(b *testing.B) {
+	benchRowGroups(b, func(i int) []byte {
+		v := fmt.Appendf(nil, `{"id":"r%010d","u":"u%07d","h":"h%05d","amount":`, i, i%1_000_000, i%100_000)
+		v = strconv.AppendInt(v, int64(1000+(i*7919)%9000), 10)
+		v = fmt.Appendf(v, `.%02d,"status":"paid","p":"`, i%100)
+		for j := range 100 - len(v) - 2 {
+			v = append(v, byte('a'+(i+j)%26))
+		}
+		return append(v, `"}`...)
+	})
+}
+
+func benchRowGroups(b *testing.B, value func(i int) []byte) {
 	const rows = 200_000
 	values := make([][]byte, rows)
-	statuses := []string{"paid", "shipped", "pending", "cancelled"}
 	for i := range values {
-		values[i] = fmt.Appendf(nil, `{"id":"r%010d","u":"u%07d","h":"h%05d","amount":%d.%02d,"status":%q,"p":"xyzxyzxyzxyzxyzxyz"}`,
-			i, i%1_000_000, i%100_000, i%10000, i%100, statuses[i%4])
+		values[i] = value(i)
 	}
+	w, err := NewWriter(ordersSchema)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
 	b.ResetTimer()
+	cpu0 := cpuTime()
 	var size int
 	for range b.N {
-		w, err := NewWriter(s)
-		if err != nil {
-			b.Fatal(err)
-		}
 		for _, v := range values {
 			if err := w.Append(v); err != nil {
 				b.Fatal(err)
@@ -41,5 +68,17 @@ func BenchmarkRowGroupOfOrders(b *testing.B) {
 		size = len(out)
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*rows), "ns/row")
+	// The CPU time of the process (GC included) says more than the elapsed
+	// time on a busy machine.
+	b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(b.N*rows), "cpu-ns/row")
 	b.ReportMetric(float64(size)/rows, "B/row")
+}
+
+// cpuTime is the user and system CPU time of the process so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

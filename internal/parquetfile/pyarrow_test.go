@@ -34,7 +34,8 @@ var arrowTypes = map[string]string{
 
 // TestPyarrowReadsEveryRowOfEveryCodec has an independent reader, Apache
 // Arrow's, read files written across checkpoints and crashes, with each
-// codec, and an empty file. It needs scripts/pyarrow, which installs pyarrow
+// codec, a file of large row groups, a file begun by the parquet-go
+// encoder and continued, and an empty file. It needs scripts/pyarrow, which installs pyarrow
 // from PyPI on first use; without it the test fails.
 func TestPyarrowReadsEveryRowOfEveryCodec(t *testing.T) {
 	dir := t.TempDir()
@@ -49,6 +50,20 @@ func TestPyarrowReadsEveryRowOfEveryCodec(t *testing.T) {
 		}
 		paths, rows[path] = append(paths, path), n
 	}
+	// Row groups of many pages, which the files above have not.
+	pages, n := pagesFile(t, Schema{Columns: allColumns}, 30_000, 5_000)
+	path := filepath.Join(dir, "pages.parquet")
+	if err := os.WriteFile(path, pages, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	paths, rows[path] = append(paths, path), n
+	// A file begun when parquet-go encoded the row groups.
+	resumed, n := resumedParquetGoFile(t)
+	path = filepath.Join(dir, "resumed.parquet")
+	if err := os.WriteFile(path, resumed, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	paths, rows[path] = append(paths, path), n
 	w, err := NewWriter(Schema{Columns: allColumns})
 	if err != nil {
 		t.Fatal(err)
@@ -57,7 +72,7 @@ func TestPyarrowReadsEveryRowOfEveryCodec(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(dir, "empty.parquet")
+	path = filepath.Join(dir, "empty.parquet")
 	if err := os.WriteFile(path, empty, 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -3,8 +3,6 @@ package parquetfile
 import (
 	"fmt"
 	"strings"
-	"unicode/utf16"
-	"unicode/utf8"
 )
 
 // A single pass over a JSON record value: it checks the syntax of the whole
@@ -55,9 +53,16 @@ func (t *trie) entry(key string) *trieEntry {
 	return &t.entries[len(t.entries)-1]
 }
 
-func (t *trie) lookup(key []byte) *trieEntry {
+// lookup finds key, trying first the entry after the one found last:
+// the records of a topic mostly have their keys in one order.
+func (t *trie) lookup(key []byte, next *int) *trieEntry {
+	if n := *next; n < len(t.entries) && t.entries[n].key == string(key) {
+		*next = n + 1
+		return &t.entries[n]
+	}
 	for i := range t.entries {
 		if t.entries[i].key == string(key) {
+			*next = i + 1
 			return &t.entries[i]
 		}
 	}
@@ -66,13 +71,16 @@ func (t *trie) lookup(key []byte) *trieEntry {
 
 // scanner holds the raw value found for each column by the last scan.
 type scanner struct {
-	root *trie
-	raw  [][]byte // raw JSON text per column; nil when absent
-	key  []byte   // scratch for unescaped keys
+	root    *trie
+	raw     [][]byte // raw JSON text per column; nil when absent
+	escaped []bool   // per column: raw is a string with escapes
+	key     []byte   // scratch for unescaped keys
+	slots   []slot   // the top-level values of the record being scanned
+	shape   shape    // the layout of the last record
 }
 
 func newScanner(cols []Column) *scanner {
-	return &scanner{root: buildTrie(cols), raw: make([][]byte, len(cols))}
+	return &scanner{root: buildTrie(cols), raw: make([][]byte, len(cols)), escaped: make([]bool, len(cols))}
 }
 
 // syntaxError is a bad record: the value is not the JSON the scanner expects.
@@ -85,7 +93,11 @@ func syntaxError(data []byte, i int, what string) error {
 
 // scan checks that data is one JSON object and fills s.raw.
 func (s *scanner) scan(data []byte) error {
+	if s.shape.ok && s.scanShape(data) {
+		return nil
+	}
 	clear(s.raw)
+	s.slots = s.slots[:0]
 	i := skipSpace(data, 0)
 	if i >= len(data) || data[i] != '{' {
 		return syntaxError(data, i, "want a JSON object")
@@ -97,6 +109,7 @@ func (s *scanner) scan(data []byte) error {
 	if i = skipSpace(data, i); i != len(data) {
 		return syntaxError(data, i, "want end of value after the object")
 	}
+	s.learn(data)
 	return nil
 }
 
@@ -110,6 +123,7 @@ func (s *scanner) object(data []byte, i int, t *trie, depth int) (int, error) {
 	if i < len(data) && data[i] == '}' {
 		return i + 1, nil
 	}
+	next := 0 // the trie entry expected next
 	for {
 		if i >= len(data) || data[i] != '"' {
 			return 0, syntaxError(data, i, "want a key")
@@ -125,7 +139,7 @@ func (s *scanner) object(data []byte, i int, t *trie, depth int) (int, error) {
 				s.key = unescape(s.key[:0], key)
 				key = s.key
 			}
-			e = t.lookup(key)
+			e = t.lookup(key, &next)
 		}
 		i = skipSpace(data, end)
 		if i >= len(data) || data[i] != ':' {
@@ -133,9 +147,13 @@ func (s *scanner) object(data []byte, i int, t *trie, depth int) (int, error) {
 		}
 		i = skipSpace(data, i+1)
 		start := i
-		if e != nil && e.child != nil && i < len(data) && data[i] == '{' {
+		escaped = false
+		switch {
+		case i < len(data) && data[i] == '"': // most values: no call of value
+			i, escaped, err = scanString(data, i)
+		case e != nil && e.child != nil && i < len(data) && data[i] == '{':
 			i, err = s.object(data, i, e.child, depth+1)
-		} else {
+		default:
 			i, err = s.value(data, i, depth+1)
 		}
 		if err != nil {
@@ -143,8 +161,11 @@ func (s *scanner) object(data []byte, i int, t *trie, depth int) (int, error) {
 		}
 		if e != nil {
 			for _, c := range e.cols {
-				s.raw[c] = data[start:i]
+				s.raw[c], s.escaped[c] = data[start:i], escaped
 			}
+		}
+		if depth == 1 {
+			s.slots = append(s.slots, slot{start, i, e})
 		}
 		i = skipSpace(data, i)
 		if i < len(data) && data[i] == ',' {
@@ -209,6 +230,9 @@ func (s *scanner) array(data []byte, i, depth int) (int, error) {
 }
 
 func skipSpace(data []byte, i int) int {
+	if i < len(data) && data[i] > ' ' { // no space: most records
+		return i
+	}
 	for i < len(data) {
 		switch data[i] {
 		case ' ', '\t', '\n', '\r':
@@ -225,111 +249,6 @@ func literal(data []byte, i int, lit string) (int, error) {
 		return 0, syntaxError(data, i, "want "+lit)
 	}
 	return i + len(lit), nil
-}
-
-// scanString checks the string at data[i] ('"') and returns the index after
-// its closing quote and whether it holds escapes. Its bytes must be UTF-8.
-func scanString(data []byte, i int) (end int, escaped bool, err error) {
-	start := i
-	ascii := true
-	for i++; i < len(data); i++ {
-		c := data[i]
-		switch {
-		case c == '"':
-			if !ascii && !utf8.Valid(data[start+1:i]) {
-				return 0, false, fmt.Errorf("%w: offset %d: string is not UTF-8", ErrBadRecord, start)
-			}
-			return i + 1, escaped, nil
-		case c == '\\':
-			escaped = true
-			i++
-			if i >= len(data) {
-				return 0, false, syntaxError(data, i, "want an escape")
-			}
-			switch data[i] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-			case 'u':
-				if len(data)-i <= 4 || !isHex4(data[i+1:i+5]) {
-					return 0, false, syntaxError(data, i, `want \u and 4 hex digits`)
-				}
-				i += 4
-			default:
-				return 0, false, syntaxError(data, i, "want an escape")
-			}
-		case c < 0x20:
-			return 0, false, syntaxError(data, i, "want no control character in a string")
-		case c >= utf8.RuneSelf:
-			ascii = false
-		}
-	}
-	return 0, false, syntaxError(data, i, `want '"'`)
-}
-
-func isHex4(b []byte) bool {
-	for _, c := range b[:4] {
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
-			return false
-		}
-	}
-	return true
-}
-
-func hex4(b []byte) rune {
-	var r rune
-	for _, c := range b[:4] {
-		switch {
-		case c >= '0' && c <= '9':
-			c -= '0'
-		case c >= 'a' && c <= 'f':
-			c -= 'a' - 10
-		default:
-			c -= 'A' - 10
-		}
-		r = r<<4 | rune(c)
-	}
-	return r
-}
-
-// unescape appends the content of a checked string (without its quotes) to
-// dst. A lone surrogate becomes U+FFFD, as in encoding/json.
-func unescape(dst, s []byte) []byte {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c != '\\' {
-			dst = append(dst, c)
-			continue
-		}
-		i++
-		switch s[i] {
-		case 'b':
-			dst = append(dst, '\b')
-		case 'f':
-			dst = append(dst, '\f')
-		case 'n':
-			dst = append(dst, '\n')
-		case 'r':
-			dst = append(dst, '\r')
-		case 't':
-			dst = append(dst, '\t')
-		case 'u':
-			r := hex4(s[i+1:])
-			i += 4
-			if utf16.IsSurrogate(r) {
-				r2 := utf8.RuneError
-				if i+6 < len(s) && s[i+1] == '\\' && s[i+2] == 'u' {
-					r2 = utf16.DecodeRune(r, hex4(s[i+3:]))
-				}
-				if r2 != utf8.RuneError {
-					i += 6
-				}
-				r = r2
-			}
-			dst = utf8.AppendRune(dst, r)
-		default: // '"', '\\', '/'
-			dst = append(dst, s[i])
-		}
-	}
-	return dst
 }
 
 // scanNumber checks the number at data[i] against the JSON grammar and

@@ -55,3 +55,47 @@ func TestUnescapeDecodesLikeEncodingJSON(t *testing.T) {
 		}
 	}
 }
+
+// FuzzShapeAgreesWithFullScan checks the scan of a record against the
+// layout of the one before (shape.go): after a, the scanner finds in b what
+// a new scanner finds, or the same error.
+func FuzzShapeAgreesWithFullScan(f *testing.F) {
+	for _, p := range [][2]string{
+		{`{"a":"x","b":1,"n":2}`, `{"a":"yy","b":-2.5e3,"n":"z"}`},
+		{`{"a":"x","b":1}`, `{"a":"x","b":1,"c":2}`},
+		{`{"a":"x","b":1}`, `{"a":"x","b":1} `},
+		{`{"a":"x","b":1}`, `{"a":"x","b":1}}`},
+		{`{"a":"x","b":1}`, `{"a":"\u0041","b":[1,{"q":null}]}`},
+		{`{"a":"x","b":1}`, `{"a":"x\x01","b":1}`},
+		{`{"a":"x","b":1}`, `{"a":"x","b":1 ,"b":2}`},
+		{`{"a":1,"a":2}`, `{"a":3,"a":"4"}`},
+		{` {"x":{"y":1},"a":2}`, ` {"x":{"y":3},"a":4}`},
+		{`{"x":null,"a":2}`, `{"x":{"y":3},"a":4}`},
+		{`{"b":true}`, `{"b":truex}`},
+		{`{"b":1}`, `{"b":1.}`},
+		{`{}`, `{}`},
+	} {
+		f.Add([]byte(p[0]), []byte(p[1]))
+	}
+	cols := []Column{{Name: "a"}, {Name: "b"}, {Name: "n", Field: "x.y"}, {Name: "x"}}
+	f.Fuzz(func(t *testing.T, a, b []byte) {
+		s := newScanner(cols)
+		_ = s.scan(a)
+		err := s.scan(b)
+		fresh := newScanner(cols)
+		want := fresh.scan(b)
+		if (err == nil) != (want == nil) || err != nil && err.Error() != want.Error() {
+			t.Fatalf("after %q, %q: %v; a new scanner: %v", a, b, err, want)
+		}
+		if err != nil {
+			return
+		}
+		for c := range cols {
+			if !bytes.Equal(s.raw[c], fresh.raw[c]) || (s.raw[c] == nil) != (fresh.raw[c] == nil) ||
+				s.raw[c] != nil && s.escaped[c] != fresh.escaped[c] {
+				t.Fatalf("after %q, %q: column %d is %q (escaped %v), a new scanner finds %q (%v)",
+					a, b, c, s.raw[c], s.escaped[c], fresh.raw[c], fresh.escaped[c])
+			}
+		}
+	})
+}

@@ -131,7 +131,8 @@ func compressionName(c format.CompressionCodec) (string, error) {
 }
 
 // parquetSchema is the file's parquet-go schema: one leaf per column, in
-// the order of Columns.
+// the order of Columns. It gives the footer's schema; the encodings of the
+// leaves are not those of the pages (see column.go).
 func (s *Schema) parquetSchema() *parquet.Schema {
 	fields := make([]parquet.Field, len(s.Columns))
 	for i, c := range s.Columns {
@@ -146,19 +147,12 @@ func (s *Schema) parquetSchema() *parquet.Schema {
 	return parquet.NewSchema("schema", orderedGroup(fields))
 }
 
-// dictionaryMaxBytes bounds the dictionary of a column chunk, as Arrow's
-// writer does by default (no column type asks for one today).
-const dictionaryMaxBytes = 1 << 20
-
 func leafNode(typ string) parquet.Node {
 	switch typ {
 	case TypeString:
-		// PLAIN, no dictionary: on records shaped like the bench's
-		// (BenchmarkRowGroupOfOrders: a unique id, strings of 1M and 100k
-		// distinct values, a status of 4) PLAIN with zstd takes 880 ns and
-		// 2.3 bytes a row against the dictionary's 1,500 ns and 7.1 bytes
-		// (64 KiB dictionaries: 1,230 ns, 4.2 bytes). zstd finds the
-		// repeats a dictionary would.
+		// No dictionary (column.go says how columns are encoded): on
+		// records shaped like the bench's, zstd finds the repeats a
+		// dictionary would, for less.
 		return parquet.String()
 	case TypeInt32:
 		return parquet.Leaf(parquet.Int32Type)

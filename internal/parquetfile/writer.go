@@ -15,29 +15,23 @@ import (
 	"github.com/connector-dev/connector/internal/spec"
 )
 
-// batchRows is how many rows Append collects before handing them to
-// parquet-go, which takes rows in batches of up to 64.
-const batchRows = 64
-
 // Writer produces the bytes of one Parquet file. See the package comment for
 // the order of calls. Not safe for concurrent use.
 type Writer struct {
 	schema   Schema
 	nullable []bool
+	types    []colType
 	scan     *scanner
-	pw       *parquet.GenericWriter[any]
-	small    bytes.Buffer        // the one-row-group file pw writes
 	meta     format.FileMetaData // footer template: version, schema, created by, column orders
 	schemaID string
 
-	// Rows of the current row group not yet handed to pw, and the storage
-	// they point into (reused once pw has copied them).
-	batch   []parquet.Row
-	values  []parquet.Value
-	arena   []byte
+	cols    []*column
+	chunks  []chunk // of the current row group, one per column
+	enc     pageEncoder
+	cells   []cell // the record being converted
 	scratch []byte // unescaped strings and decoded bytes of the record being converted
 
-	pending  int64 // rows in the current row group, in pw or in batch
+	pending  int64 // rows in the current row group
 	buffered int
 
 	size    int64
@@ -65,24 +59,26 @@ func NewWriter(s Schema) (*Writer, error) {
 	w := &Writer{
 		schema:   s,
 		nullable: make([]bool, len(s.Columns)),
+		types:    make([]colType, len(s.Columns)),
 		scan:     newScanner(s.Columns),
-		values:   make([]parquet.Value, 0, batchRows*len(s.Columns)),
+		cols:     make([]*column, len(s.Columns)),
+		chunks:   make([]chunk, len(s.Columns)),
+		cells:    make([]cell, len(s.Columns)),
+		enc:      pageEncoder{codec: s.codec()},
 	}
 	for i, c := range s.Columns {
 		w.nullable[i] = c.Nullable
+		w.types[i] = typeOf(c.Type)
+		w.cols[i] = newColumn(c.Type, c.Nullable)
 	}
-	w.pw = parquet.NewGenericWriter[any](&w.small, s.parquetSchema(),
-		parquet.Compression(s.codec()),
-		// Version 1 data pages are what most readers expect (parquet-mr and
-		// Arrow write them by default).
-		parquet.DataPageVersion(1),
-		parquet.DictionaryMaxBytes(dictionaryMaxBytes),
-	)
-	// The footer of an empty file is the template of every footer.
-	if err := w.pw.Close(); err != nil {
+	// The footer of an empty file written by parquet-go is the template of
+	// every footer: parquet-go turns the schema into the footer's form.
+	var empty bytes.Buffer
+	pw := parquet.NewGenericWriter[any](&empty, s.parquetSchema())
+	if err := pw.Close(); err != nil {
 		return nil, fmt.Errorf("parquet schema: %w", err)
 	}
-	md, _, err := readFooter(w.small.Bytes())
+	md, _, err := readFooter(empty.Bytes())
 	if err != nil {
 		return nil, fmt.Errorf("parquet schema: %w", err)
 	}
@@ -95,8 +91,6 @@ func NewWriter(s Schema) (*Writer, error) {
 	if w.schemaID, err = fingerprint(md.Schema); err != nil {
 		return nil, fmt.Errorf("parquet schema: %w", err)
 	}
-	w.small.Reset()
-	w.pw.Reset(&w.small)
 	return w, nil
 }
 
@@ -153,64 +147,38 @@ func (w *Writer) Append(value []byte) error {
 	if err := w.scan.scan(value); err != nil {
 		return err
 	}
-	// The row goes straight into the batch's storage, with its byte arrays
-	// copied out of value and w.scratch; a bad value takes it out again.
-	start, arenaStart := len(w.values), len(w.arena)
-	fail := func(err error) error {
-		w.values, w.arena = w.values[:start], w.arena[:arenaStart]
-		return err
-	}
+	// Every column converts before any takes its value, so that a bad
+	// value leaves the columns as they were.
 	w.scratch = w.scratch[:0]
-	n := 0
 	for c, raw := range w.scan.raw {
-		if raw == nil || raw[0] == 'n' { // absent or null
-			if !w.nullable[c] {
-				what := "missing"
-				if raw != nil {
-					what = "null"
-				}
-				return fail(fmt.Errorf("%w: column %q: field %q is %s", ErrBadRecord,
-					w.schema.Columns[c].Name, w.schema.Columns[c].path(), what))
+		v := &w.cells[c]
+		v.null = raw == nil || raw[0] == 'n' // absent or null
+		switch {
+		case !v.null && w.types[c] == tString && raw[0] == '"' && !w.scan.escaped[c]:
+			v.b = raw[1 : len(raw)-1] // most values of most records: no call
+		case !v.null:
+			if err := w.convert(c, raw, v); err != nil {
+				return err
 			}
-			w.values = append(w.values, parquet.Value{}.Level(0, 0, c))
-			continue
+		case !w.nullable[c]:
+			what := "missing"
+			if raw != nil {
+				what = "null"
+			}
+			return fmt.Errorf("%w: column %q: field %q is %s", ErrBadRecord,
+				w.schema.Columns[c].Name, w.schema.Columns[c].path(), what)
 		}
-		v, err := w.convert(c, raw)
-		if err != nil {
-			return fail(err)
-		}
-		if v.Kind() == parquet.ByteArray {
-			off := len(w.arena)
-			w.arena = append(w.arena, v.ByteArray()...)
-			v = parquet.ByteArrayValue(w.arena[off:len(w.arena):len(w.arena)])
-		}
-		n += size(v)
-		def := 0
-		if w.nullable[c] {
-			def = 1
-		}
-		w.values = append(w.values, v.Level(0, def, c))
 	}
-	w.batch = append(w.batch, w.values[start:len(w.values):len(w.values)])
+	for c, col := range w.cols {
+		w.buffered += col.add(&w.cells[c])
+		if col.estimate >= pageSize {
+			if err := w.enc.flush(col, &w.chunks[c]); err != nil {
+				w.err = fmt.Errorf("encode page: %w", err)
+				return w.err
+			}
+		}
+	}
 	w.pending++
-	w.buffered += n
-	if len(w.batch) == batchRows {
-		return w.writeBatch()
-	}
-	return nil
-}
-
-// writeBatch hands the batch to parquet-go, which copies the values.
-func (w *Writer) writeBatch() error {
-	if len(w.batch) == 0 {
-		return nil
-	}
-	if _, err := w.pw.WriteRows(w.batch); err != nil {
-		w.err = fmt.Errorf("encode rows: %w", err)
-		return w.err
-	}
-	clear(w.batch)
-	w.batch, w.values, w.arena = w.batch[:0], w.values[:0], w.arena[:0]
 	return nil
 }
 
@@ -225,9 +193,6 @@ func (w *Writer) Buffered() int { return w.buffered }
 // unusable, and the file continues (from the last State) with Resume.
 func (w *Writer) FlushRowGroup() ([]byte, error) {
 	if err := w.usable(); err != nil {
-		return nil, err
-	}
-	if err := w.writeBatch(); err != nil {
 		return nil, err
 	}
 	if w.pending == 0 {
@@ -245,23 +210,36 @@ func (w *Writer) encodeRowGroup() ([]byte, error) {
 	if len(w.groups) > math.MaxInt16 {
 		return nil, errors.New("too many row groups in one file")
 	}
-	if err := w.pw.Close(); err != nil {
-		return nil, err
-	}
 	var out []byte
 	at := w.size
 	if at == 0 {
 		out = append(out, magic...)
 		at = int64(len(magic))
 	}
-	out, rg, err := relocate(out, w.small.Bytes(), at)
-	if err != nil {
-		return nil, err
+	rg := format.RowGroup{
+		Columns:    make([]format.ColumnChunk, len(w.cols)),
+		NumRows:    w.pending,
+		FileOffset: at,
+		Ordinal:    int16(len(w.groups)),
 	}
-	if rg.NumRows != w.pending {
-		return nil, fmt.Errorf("parquet-go wrote %d rows, want %d", rg.NumRows, w.pending)
+	for i, col := range w.cols {
+		ch := &w.chunks[i]
+		if err := w.enc.flush(col, ch); err != nil {
+			return nil, err
+		}
+		if ch.values != w.pending {
+			return nil, fmt.Errorf("column %d has %d values, want %d", i, ch.values, w.pending)
+		}
+		rg.Columns[i] = w.enc.metadata(col, ch, w.schema.Columns[i].Name, at)
+		rg.TotalByteSize += ch.uncompressed
+		rg.TotalCompressedSize += int64(len(ch.pages))
+		at += int64(len(ch.pages))
 	}
-	rg.Ordinal = int16(len(w.groups))
+	for i := range w.chunks {
+		out = append(out, w.chunks[i].pages...)
+		w.chunks[i] = chunk{pages: w.chunks[i].pages[:0]}
+		w.cols[i].st = colStats{}
+	}
 	enc, err := thrift.Marshal(new(thrift.CompactProtocol), &rg)
 	if err != nil {
 		return nil, err
@@ -271,8 +249,6 @@ func (w *Writer) encodeRowGroup() ([]byte, error) {
 	w.size += int64(len(out))
 	w.rows += rg.NumRows
 	w.pending, w.buffered = 0, 0
-	w.small.Reset()
-	w.pw.Reset(&w.small)
 	return out, nil
 }
 
