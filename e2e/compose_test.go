@@ -184,7 +184,7 @@ func requireCompose(t *testing.T) string {
 	if why := dockerExpected(); why != "" {
 		t.Fatalf("%s, and %s requires it: run scripts/docker start, which installs Debian's docker-compose (scripts/test does)", msg, why)
 	}
-	t.Skipf("%s: skipped; with %s=1 or CI set this fails instead (scripts/docker start installs it)", msg, envDocker)
+	t.Skipf("%s: skipped, as %s=0 asks (scripts/docker start installs it)", msg, envDocker)
 	return ""
 }
 

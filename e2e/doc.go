@@ -36,8 +36,9 @@
 // Dockerfile's runtime stage and the images docker-compose.yml names from
 // local material (no registry is needed: docker_helpers_test.go,
 // kafka_image_helpers_test.go) and run them with a Docker engine and
-// docker-compose (scripts/docker; scripts/test starts it and sets
-// CONNECTOR_DOCKER=1, with which a missing engine fails them).
+// docker-compose (scripts/docker; scripts/test starts it). Without an
+// engine they fail, as the others do without Kafka, unless
+// CONNECTOR_DOCKER=0 opts out outside CI.
 //
 // The PostgreSQL sink's tests (pg_*_test.go) check its table instead of
 // files, and also need PG_DSN (internal/pgtest; scripts/test starts a
