@@ -22,8 +22,10 @@ type cell struct {
 // appended in the form the page encoding wants them, so that a page is
 // encoded without a pass over values:
 //
-//   - byte arrays: DELTA_BYTE_ARRAY, the length of the prefix shared with the
-//     previous value and the suffix. The values of a column often share
+//   - byte arrays: RLE_DICTIONARY while the column chunk's distinct values
+//     fit a dictionary (dict.go), the index of each value; then, for the
+//     rest of the file, DELTA_BYTE_ARRAY: the length of the prefix shared
+//     with the previous value and the suffix. The values of a column often share
 //     prefixes (ids, keys, timestamps as text), and then the compressor gets
 //     only what changed: it is most of the encoding cost otherwise. The
 //     page keeps whole values (the previous one and the page's bounds are
@@ -44,9 +46,13 @@ type column struct {
 	lens     []int32 // byte arrays: length of each value
 	prev     int     // byte arrays: where the page's last value starts in bytes
 	lo, hi   span    // byte arrays: the page's least and greatest value, in bytes
+	idx      []int32 // byte arrays with a dictionary: the index of each value
 	ints32   []int32
 	ints64   []int64
 	estimate int // plain-encoded size of the page, to know when it is full
+
+	d       dict // byte arrays: the dictionary of the row group's chunk
+	dictOff bool // byte arrays: a chunk outgrew the dictionary; the file goes on without
 
 	st colStats // of the row group
 }
@@ -85,10 +91,13 @@ func newColumn(typ string, nullable bool) *column {
 	return c
 }
 
-// encoding is the encoding of the column's data pages.
+// encoding is the encoding of the page the column is filling.
 func (c *column) encoding() format.Encoding {
 	switch c.typ {
 	case format.ByteArray:
+		if len(c.idx) > 0 {
+			return format.RLEDictionary
+		}
 		return format.DeltaByteArray
 	case format.Int32, format.Int64:
 		return format.DeltaBinaryPacked
@@ -97,14 +106,29 @@ func (c *column) encoding() format.Encoding {
 }
 
 // add appends a converted value and returns its plain-encoded size (0 for a
-// null), which is what Writer.Buffered counts.
-func (c *column) add(v *cell) int {
+// null), which is what Writer.Buffered counts. It returns false, having
+// added nothing, when the value does not fit the chunk's dictionary: the
+// column then goes on without one, and the caller encodes the page so far
+// (all dictionary indexes) before it adds the value again.
+func (c *column) add(v *cell) (int, bool) {
+	dictIdx := int32(-1)
+	if !v.null && c.typ == format.ByteArray && !c.dictOff {
+		i, added := c.d.index(v.b)
+		if i < 0 {
+			c.dictOff = true
+			return 0, false
+		}
+		if added {
+			c.st.minmaxBytes(v.b)
+		}
+		dictIdx = i
+	}
 	c.rows++
 	if v.null {
 		c.levels = append(c.levels, 0)
 		c.st.nulls++
 		c.estimate++ // a page of nulls fills too
-		return 0
+		return 0, true
 	}
 	if c.nullable {
 		c.levels = append(c.levels, 1)
@@ -112,7 +136,12 @@ func (c *column) add(v *cell) int {
 	n := 0
 	switch c.typ {
 	case format.ByteArray:
-		c.addBytes(v.b)
+		if dictIdx >= 0 {
+			c.idx = append(c.idx, dictIdx)
+			c.st.unencoded += int64(len(v.b))
+		} else {
+			c.addBytes(v.b)
+		}
 		n = 4 + len(v.b)
 	case format.Int32:
 		c.ints32 = append(c.ints32, int32(v.n))
@@ -142,7 +171,7 @@ func (c *column) add(v *cell) int {
 	}
 	c.values++
 	c.estimate += n
-	return n
+	return n, true
 }
 
 func (c *column) addBytes(b []byte) {
@@ -169,16 +198,19 @@ func (c *column) addBytes(b []byte) {
 
 // pageBounds folds the bounds of the page into those of the row group.
 func (c *column) pageBounds() {
-	if c.typ != format.ByteArray || c.values == 0 {
-		return
+	if c.typ != format.ByteArray || len(c.prefix) == 0 {
+		return // no values, or dictionary indexes (whose bounds are the dictionary's)
 	}
-	s := &c.st
-	lo, hi := c.bytes[c.lo.start:c.lo.end], c.bytes[c.hi.start:c.hi.end]
-	if !s.has || compareBytes(lo, s.minB) < 0 {
-		s.minB = append(s.minB[:0], lo...)
+	c.st.minmaxBytes(c.bytes[c.lo.start:c.lo.end])
+	c.st.minmaxBytes(c.bytes[c.hi.start:c.hi.end])
+}
+
+func (s *colStats) minmaxBytes(b []byte) {
+	if !s.has || compareBytes(b, s.minB) < 0 {
+		s.minB = append(s.minB[:0], b...)
 	}
-	if !s.has || compareBytes(hi, s.maxB) > 0 {
-		s.maxB = append(s.maxB[:0], hi...)
+	if !s.has || compareBytes(b, s.maxB) > 0 {
+		s.maxB = append(s.maxB[:0], b...)
 	}
 	s.has = true
 }
@@ -203,7 +235,7 @@ func (s *colStats) minmaxFloat(f float64) {
 // resetPage empties the page buffers, keeping their memory.
 func (c *column) resetPage() {
 	c.levels, c.bytes, c.prev = c.levels[:0], c.bytes[:0], 0
-	c.prefix, c.lens = c.prefix[:0], c.lens[:0]
+	c.prefix, c.lens, c.idx = c.prefix[:0], c.lens[:0], c.idx[:0]
 	c.ints32, c.ints64 = c.ints32[:0], c.ints64[:0]
 	c.rows, c.values, c.estimate = 0, 0, 0
 }

@@ -18,7 +18,7 @@
 //  5. To roll: FlushRowGroup, append, then append Footer. The file is then
 //     complete and the Writer is done.
 //
-// The package encodes the pages itself (column.go, page.go), with
+// The package encodes the pages itself (column.go, dict.go, page.go), with
 // parquet-go's encoders, codecs and thrift, as that is cheaper per record
 // than building rows of parquet.Value for parquet-go's writer: JSON values
 // go from the scan straight into the buffers of their column's page, and a

@@ -21,14 +21,17 @@ const pageSize = 1 << 20
 var (
 	deltaEncoding = &delta.BinaryPackedEncoding{}
 	levelEncoding = &rle.Encoding{BitWidth: 1}
+	dictEncoding  = &rle.DictionaryEncoding{}
 )
 
 // chunk is what a column has of the open row group: its encoded pages.
 type chunk struct {
-	pages        []byte // page headers and (compressed) page data
-	uncompressed int64  // the same size with the page data uncompressed
+	dictPage     []byte // the dictionary page (header and data), encoded with the row group
+	pages        []byte // data page headers and (compressed) page data
+	uncompressed int64  // the same sizes with the page data uncompressed
 	values       int64  // rows, null or not
-	count        int32  // pages
+	count        int32  // data pages
+	dictPages    int32  // data pages of dictionary indexes
 }
 
 // pageEncoder encodes the pages of every column of a Writer, one at a
@@ -58,8 +61,16 @@ func (e *pageEncoder) flush(c *column, ch *chunk) error {
 		body = binary.LittleEndian.AppendUint32(body, uint32(len(e.tmp)))
 		body = append(body, e.tmp...)
 	}
-	switch c.typ {
-	case format.ByteArray:
+	enc := c.encoding()
+	switch {
+	case enc == format.RLEDictionary:
+		e.tmp, _ = dictEncoding.EncodeInt32(e.tmp, c.idx)
+		body = append(body, e.tmp...)
+		ch.dictPages++
+		if !c.d.pays(c.st.unencoded) {
+			c.dictOff = true // the next pages go without
+		}
+	case c.typ == format.ByteArray:
 		c.pageBounds()
 		e.tmp, _ = deltaEncoding.EncodeInt32(e.tmp, c.prefix)
 		body = append(body, e.tmp...)
@@ -70,70 +81,126 @@ func (e *pageEncoder) flush(c *column, ch *chunk) error {
 		e.tmp, _ = deltaEncoding.EncodeInt32(e.tmp, c.lens)
 		body = append(body, e.tmp...)
 		body = appendSuffixes(body, c.bytes, c.prefix, c.lens)
-	case format.Int32:
+	case c.typ == format.Int32:
 		e.tmp, _ = deltaEncoding.EncodeInt32(e.tmp, c.ints32)
 		body = append(body, e.tmp...)
-	case format.Int64:
+	case c.typ == format.Int64:
 		e.tmp, _ = deltaEncoding.EncodeInt64(e.tmp, c.ints64)
 		body = append(body, e.tmp...)
 	default:
 		body = append(body, c.bytes...)
 	}
 	e.body = body
-	data := body
-	if e.codec.CompressionCodec() != format.Uncompressed {
-		if e.comp, err = compressPage(e.codec, e.comp, body); err != nil {
-			return err
-		}
-		data = e.comp
-	}
-	h := format.PageHeader{
-		Type:                 format.DataPage,
-		UncompressedPageSize: int32(len(body)),
-		CompressedPageSize:   int32(len(data)),
-		CRC:                  int32(crc32.ChecksumIEEE(data)),
+	ch.pages, err = e.appendPage(ch, ch.pages, body, format.PageHeader{
+		Type: format.DataPage,
 		DataPageHeader: thrift.New(format.DataPageHeader{
 			NumValues:               int32(c.rows),
-			Encoding:                c.encoding(),
+			Encoding:                enc,
 			DefinitionLevelEncoding: format.RLE,
 			RepetitionLevelEncoding: format.RLE,
 			// No bounds: the chunk has them, and pages are large.
 			Statistics: format.Statistics{NullCount: int64(c.rows - c.values)},
 		}),
-	}
-	hb, err := thrift.Marshal(&e.proto, &h)
+	})
 	if err != nil {
 		return err
 	}
-	ch.pages = append(append(ch.pages, hb...), data...)
-	ch.uncompressed += int64(len(hb) + len(body))
 	ch.values += int64(c.rows)
 	ch.count++
 	c.resetPage()
 	return nil
 }
 
+// flushDict encodes the dictionary of c's chunk, if it has one, as the
+// chunk's dictionary page, once every data page of the chunk is encoded; it
+// then empties the dictionary for the next chunk, or drops it if the column
+// goes on without.
+func (e *pageEncoder) flushDict(c *column, ch *chunk) error {
+	if c.d.size() > 0 {
+		var err error
+		ch.dictPage, err = e.appendPage(ch, ch.dictPage[:0], c.d.plain, format.PageHeader{
+			Type: format.DictionaryPage,
+			DictionaryPageHeader: thrift.New(format.DictionaryPageHeader{
+				NumValues: int32(c.d.size()),
+				Encoding:  format.Plain,
+			}),
+		})
+		if err != nil {
+			return err
+		}
+	}
+	if c.dictOff {
+		c.d = dict{}
+	} else {
+		c.d.reset()
+	}
+	return nil
+}
+
+// appendPage appends to dst the page of header h (whose sizes and CRC it
+// sets) and data body, compressed, and counts its uncompressed size in ch.
+func (e *pageEncoder) appendPage(ch *chunk, dst, body []byte, h format.PageHeader) ([]byte, error) {
+	data := body
+	if e.codec.CompressionCodec() != format.Uncompressed {
+		var err error
+		if e.comp, err = compressPage(e.codec, e.comp, body); err != nil {
+			return dst, err
+		}
+		data = e.comp
+	}
+	h.UncompressedPageSize = int32(len(body))
+	h.CompressedPageSize = int32(len(data))
+	h.CRC = int32(crc32.ChecksumIEEE(data))
+	hb, err := thrift.Marshal(&e.proto, &h)
+	if err != nil {
+		return dst, err
+	}
+	ch.uncompressed += int64(len(hb) + len(body))
+	return append(append(dst, hb...), data...), nil
+}
+
 // metadata is the footer's description of chunk ch of column c, placed at
 // offset at of the file.
 func (e *pageEncoder) metadata(c *column, ch *chunk, name string, at int64) format.ColumnChunk {
-	enc := c.encoding()
-	encs := []format.Encoding{enc}
-	if c.nullable {
-		encs = append(encs, format.RLE)
+	var encs []format.Encoding
+	var stats []format.PageEncodingStats
+	if n := ch.count - ch.dictPages; n > 0 || ch.dictPages == 0 {
+		enc := format.Plain
+		switch c.typ {
+		case format.ByteArray:
+			enc = format.DeltaByteArray
+		case format.Int32, format.Int64:
+			enc = format.DeltaBinaryPacked
+		}
+		encs = append(encs, enc)
+		stats = append(stats, format.PageEncodingStats{PageType: format.DataPage, Encoding: enc, Count: n})
 	}
-	slices.Sort(encs)
 	m := format.ColumnMetaData{
 		Type:                  c.typ,
-		Encoding:              encs,
 		PathInSchema:          []string{name},
 		Codec:                 e.codec.CompressionCodec(),
 		NumValues:             ch.values,
 		TotalUncompressedSize: ch.uncompressed,
-		TotalCompressedSize:   int64(len(ch.pages)),
+		TotalCompressedSize:   int64(len(ch.dictPage) + len(ch.pages)),
 		DataPageOffset:        at,
 		Statistics:            c.statistics(),
-		EncodingStats:         []format.PageEncodingStats{{PageType: format.DataPage, Encoding: enc, Count: ch.count}},
 	}
+	if len(ch.dictPage) > 0 {
+		m.DictionaryPageOffset = at
+		m.DataPageOffset = at + int64(len(ch.dictPage))
+		encs = append(encs, format.Plain)
+		stats = append(stats, format.PageEncodingStats{PageType: format.DictionaryPage, Encoding: format.Plain, Count: 1})
+	}
+	if ch.dictPages > 0 {
+		encs = append(encs, format.RLEDictionary)
+		stats = append(stats, format.PageEncodingStats{PageType: format.DataPage, Encoding: format.RLEDictionary, Count: ch.dictPages})
+	}
+	if c.nullable {
+		encs = append(encs, format.RLE)
+	}
+	slices.Sort(encs)
+	m.Encoding = slices.Compact(encs)
+	m.EncodingStats = stats
 	if c.typ == format.ByteArray {
 		m.SizeStatistics.UnencodedByteArrayDataBytes = c.st.unencoded
 	}

@@ -170,7 +170,17 @@ func (w *Writer) Append(value []byte) error {
 		}
 	}
 	for c, col := range w.cols {
-		w.buffered += col.add(&w.cells[c])
+		n, ok := col.add(&w.cells[c])
+		if !ok {
+			// The chunk's dictionary is full: its pages so far keep it, the
+			// rest of the column goes without.
+			if err := w.enc.flush(col, &w.chunks[c]); err != nil {
+				w.err = fmt.Errorf("encode page: %w", err)
+				return w.err
+			}
+			n, _ = col.add(&w.cells[c])
+		}
+		w.buffered += n
 		if col.estimate >= pageSize {
 			if err := w.enc.flush(col, &w.chunks[c]); err != nil {
 				w.err = fmt.Errorf("encode page: %w", err)
@@ -227,17 +237,21 @@ func (w *Writer) encodeRowGroup() ([]byte, error) {
 		if err := w.enc.flush(col, ch); err != nil {
 			return nil, err
 		}
+		if err := w.enc.flushDict(col, ch); err != nil {
+			return nil, err
+		}
 		if ch.values != w.pending {
 			return nil, fmt.Errorf("column %d has %d values, want %d", i, ch.values, w.pending)
 		}
 		rg.Columns[i] = w.enc.metadata(col, ch, w.schema.Columns[i].Name, at)
 		rg.TotalByteSize += ch.uncompressed
-		rg.TotalCompressedSize += int64(len(ch.pages))
-		at += int64(len(ch.pages))
+		rg.TotalCompressedSize += int64(len(ch.dictPage) + len(ch.pages))
+		at += int64(len(ch.dictPage) + len(ch.pages))
 	}
 	for i := range w.chunks {
-		out = append(out, w.chunks[i].pages...)
-		w.chunks[i] = chunk{pages: w.chunks[i].pages[:0]}
+		ch := &w.chunks[i]
+		out = append(append(out, ch.dictPage...), ch.pages...)
+		*ch = chunk{dictPage: ch.dictPage[:0], pages: ch.pages[:0]}
 		w.cols[i].st = colStats{}
 	}
 	enc, err := thrift.Marshal(new(thrift.CompactProtocol), &rg)
