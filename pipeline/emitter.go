@@ -92,9 +92,14 @@ func (e *emitter) Records(ctx context.Context, b []record.Record) error {
 // restored after a restart, at any parallelism, meets the same keys in the
 // same groups.
 func (e *emitter) keyGroupOf(r *record.Record) int {
+	r.KeyField = record.Span{}
 	if e.keyBy != nil {
-		if v, found, err := e.keyBy.Get(r); err == nil && found {
-			return keygroup.Of(v, e.maxKG)
+		if raw, found, err := e.keyBy.Raw(r); err == nil && found {
+			// raw is a part of r.Value: where it starts follows from the
+			// capacity left after it.
+			start := cap(r.Value) - cap(raw)
+			r.KeyField = record.Span{Start: int32(start), End: int32(start + len(raw))}
+			return keygroup.Of(e.keyBy.Text(raw), e.maxKG)
 		}
 	}
 	if len(r.Key) == 0 {

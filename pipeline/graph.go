@@ -106,6 +106,9 @@ func (a *attempt) newWorker(r *restoredJob, g *graph, w int, wr sink.Writer, mod
 		if chain, err = transform.Build(r.specs, kv); err != nil {
 			return nil, fmt.Errorf("%w: transforms: %w", errPermanent, err)
 		}
+		if kb := a.j.cfg.Pipeline.KeyBy; kb != "" {
+			chain.UseKeyField(kb) // the emitter marks where the field is
+		}
 	}
 	t := task{workerTask, w}
 	return &worker{

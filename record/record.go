@@ -23,4 +23,15 @@ type Record struct {
 	Key       []byte
 	Value     []byte
 	Headers   []Header
+	// KeyField is where the runtime found the value of pipeline.key_by's
+	// field in Value (its JSON text, a string with its quotes), having
+	// checked that Value is a JSON object; zero when it did not (no
+	// key_by, no such field, null, not JSON). Valid only while Value is the
+	// source's: a transform that replaces Value leaves it stale, so only a
+	// dedup keyed by that field that no such transform precedes reads it
+	// (transform.Chain.UseKeyField), instead of decoding Value again.
+	KeyField Span
 }
+
+// Span is a part of a record's Value, by byte offsets: Value[Start:End].
+type Span struct{ Start, End int32 }

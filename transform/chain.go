@@ -2,6 +2,7 @@ package transform
 
 import (
 	"fmt"
+	"strings"
 	"sync/atomic"
 
 	"github.com/connector-dev/connector/record"
@@ -48,6 +49,23 @@ func NewChain(ts ...Transform) *Chain {
 		s.name = fmt.Sprintf("%d:%s", i, kind)
 	}
 	return c
+}
+
+// UseKeyField makes each dedup keyed by the field at path (pipeline.key_by)
+// read its key from record.Record.KeyField, which the runtime sets for that
+// field, instead of decoding the value again, if only filters (which never
+// change a value) come before it. Call it before the first Apply.
+func (c *Chain) UseKeyField(path string) {
+	for i := range c.steps {
+		switch t := c.steps[i].t.(type) {
+		case *Filter:
+			continue
+		case *Dedup:
+			t.useKeyField = strings.Join(t.path, ".") == path
+			continue
+		}
+		return
+	}
 }
 
 // Apply runs r through the chain. An error names the step that failed and

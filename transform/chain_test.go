@@ -52,6 +52,53 @@ func TestChainDecodesOnceAndEncodesOnce(t *testing.T) {
 	}
 }
 
+// TestDedupByTheKeyByFieldReadsTheRuntimesMark: a dedup keyed by
+// pipeline.key_by's field takes the key from where the runtime marked it
+// (record.Record.KeyField) and decodes nothing; behind a filter too, but not
+// behind a transform that may change the value.
+func TestDedupByTheKeyByFieldReadsTheRuntimesMark(t *testing.T) {
+	marked := func(v string) *record.Record {
+		r := rec(v)
+		i := strings.Index(v, `"u":`) + 4
+		j := i + strings.IndexAny(v[i:], ",}")
+		r.KeyField = record.Span{Start: int32(i), End: int32(j)}
+		return r
+	}
+	dedup := Spec{KindDedup, DedupConfig{Key: "u", TTL: time.Hour}}
+	filter := Spec{KindFilter, FilterConfig{Condition: Condition{Field: "u", Op: OpExists}}}
+	project := Spec{KindProject, &ProjectConfig{Drop: []string{"x"}}}
+	for _, c := range []struct {
+		name   string
+		specs  []Spec
+		keyBy  string
+		parses int // of the three records
+	}{
+		{"dedup by key_by", []Spec{dedup}, "u", 0},
+		{"another key_by", []Spec{dedup}, "v", 3},
+		{"behind a filter", []Spec{filter, dedup}, "u", 3}, // the filter decodes
+		{"behind a project", []Spec{project, dedup}, "u", 3},
+	} {
+		ch, err := Build(c.specs, NewMemKV())
+		if err != nil {
+			t.Fatal(err)
+		}
+		ch.UseKeyField(c.keyBy)
+		for i, want := range []bool{true, false, true} {
+			v := []string{`{"u":"a","x":1}`, `{"x":2,"u":"a"}`, `{"u":"b"}`}[i]
+			if got := mustApply(t, ch, marked(v)); got != want {
+				t.Errorf("%s: record %d kept %v, want %v", c.name, i, got, want)
+			}
+		}
+		if ch.d.parses != c.parses {
+			t.Errorf("%s: %d values decoded, want %d", c.name, ch.d.parses, c.parses)
+		}
+		ded := ch.steps[len(ch.steps)-1].t.(*Dedup)
+		if want := c.name == "dedup by key_by" || c.name == "behind a filter"; ded.useKeyField != want {
+			t.Errorf("%s: the dedup reads the mark: %v, want %v", c.name, ded.useKeyField, want)
+		}
+	}
+}
+
 func TestChainLeavesAnUnchangedValueAlone(t *testing.T) {
 	f, _ := NewFilter(Condition{Field: "a", Op: OpExists})
 	p, _ := NewProject(ProjectConfig{Drop: []string{"zz"}})

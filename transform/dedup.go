@@ -139,6 +139,9 @@ type Dedup struct {
 	val        []byte // scratch: the value looked up
 	keyMissing atomic.Uint64
 	solo       solo
+	// useKeyField: the key is pipeline.key_by's field, and record.Record's
+	// KeyField is where it is (Chain.UseKeyField).
+	useKeyField bool
 
 	started   bool
 	maxSeen   int64 // the newest record time seen, ms
@@ -186,9 +189,15 @@ func (t *Dedup) KeyMissing() uint64 { return t.keyMissing.Load() }
 func (t *Dedup) Apply(r *record.Record) (bool, error) { return t.solo.apply(t, r) }
 
 func (t *Dedup) applyDoc(r *record.Record, d *document) (bool, error) {
-	raw, found, err := d.get(t.path)
-	if err != nil {
-		return false, err
+	var raw []byte
+	found := false
+	if k := r.KeyField; t.useKeyField && k.End > 0 && int(k.End) <= len(r.Value) {
+		raw, found = r.Value[k.Start:k.End], true
+	} else {
+		var err error
+		if raw, found, err = d.get(t.path); err != nil {
+			return false, err
+		}
 	}
 	if !found || raw[0] == 'n' {
 		t.keyMissing.Add(1)

@@ -26,16 +26,34 @@ func NewFieldReader(path string) *FieldReader {
 // absent or null. An error (wrapping ErrDecode) means the value is not a
 // JSON object. The result is valid until the next Get.
 func (f *FieldReader) Get(r *record.Record) (text []byte, found bool, err error) {
+	raw, found, err := f.Raw(r)
+	if !found {
+		return nil, false, err
+	}
+	return f.Text(raw), true, nil
+}
+
+// Raw returns the field of r's value as its JSON text (a string with its
+// quotes), a part of r.Value, having checked that the whole value is JSON.
+// found is false when the field is absent or null; an error (wrapping
+// ErrDecode) means the value is not a JSON object.
+func (f *FieldReader) Raw(r *record.Record) (raw []byte, found bool, err error) {
 	f.d.reset(r)
-	raw, found, err := f.d.get(f.path)
+	raw, found, err = f.d.get(f.path)
 	if err != nil || !found || raw[0] == 'n' {
 		return nil, false, err
 	}
+	return raw, true, nil
+}
+
+// Text is what Get returns for the JSON text raw: a string's content,
+// decoded, or the text itself. The result is valid until the next call.
+func (f *FieldReader) Text(raw []byte) []byte {
 	if raw[0] != '"' {
-		return raw, true, nil
+		return raw
 	}
 	f.buf = append(f.buf[:0], unquote(raw)...)
-	return f.buf, true, nil
+	return f.buf
 }
 
 // FieldsReader reads several fields of JSON object record values with one
