@@ -152,6 +152,9 @@ func BenchmarkDedupLookup(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	if err := s.apply(); err != nil {
+		b.Fatal(err)
+	}
 	if err := s.db.Flush(); err != nil {
 		b.Fatal(err)
 	}

@@ -20,16 +20,12 @@ func TestExpireFreesTheSpaceOfExpiredKeys(t *testing.T) {
 		for i := range 20_000 {
 			set(t, s, fmt.Sprintf("old/%d/%06d", f, i), string(value))
 		}
-		if err := s.db.Flush(); err != nil {
-			t.Fatal(err)
-		}
+		flush(t, s)
 	}
 	for i := range 1000 {
 		set(t, s, fmt.Sprintf("new/%06d", i), string(value))
 	}
-	if err := s.db.Flush(); err != nil {
-		t.Fatal(err)
-	}
+	flush(t, s)
 	before := s.db.Metrics().DiskSpaceUsage()
 	if n := s.db.Metrics().Levels[0].TablesCount; n < 5 {
 		t.Fatalf("%d files in L0, want the 5 flushed (the test needs L0 not compacted yet)", n)

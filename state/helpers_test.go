@@ -99,6 +99,9 @@ func contents(t testing.TB, s *Store) map[string]string {
 // one of the Store's own.
 func grouped(t testing.TB, s *Store) map[int]map[string]string {
 	t.Helper()
+	if err := s.apply(); err != nil {
+		t.Fatal(err)
+	}
 	it, err := s.db.NewIter(&pebble.IterOptions{UpperBound: []byte{0xff}})
 	if err != nil {
 		t.Fatalf("NewIter: %v", err)
@@ -150,6 +153,9 @@ func fileSizes(t testing.TB, dir string) map[string]int64 {
 // tests need it to have sstables to share.
 func flush(t testing.TB, s *Store) {
 	t.Helper()
+	if err := s.apply(); err != nil {
+		t.Fatal(err)
+	}
 	if err := s.db.Flush(); err != nil {
 		t.Fatalf("Flush: %v", err)
 	}

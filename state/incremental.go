@@ -138,6 +138,11 @@ func (s *Store) Checkpoint(fullDir, changelogPath string) (*Pending, error) {
 	if s.db == nil {
 		return nil, ErrClosed
 	}
+	// A full snapshot, now or in the background, holds every write before
+	// the barrier.
+	if err := s.apply(); err != nil {
+		return nil, err
+	}
 	s.settle()
 	s.seq++
 	p := &Pending{fs: s.fs, release: s.release, path: changelogPath, maxPar: s.maxPar, seq: s.seq, done: make(chan struct{})}

@@ -50,6 +50,9 @@ func (s *Store) Snapshot(dir string) (Handle, error) {
 	if s.db == nil {
 		return Handle{}, ErrClosed
 	}
+	if err := s.apply(); err != nil {
+		return Handle{}, fmt.Errorf("snapshot to %s: %w", dir, err)
+	}
 	start := time.Now()
 	// With the WAL disabled (see open), the checkpoint holds only what is
 	// in sstables, so the memtable is flushed first. Nothing writes in

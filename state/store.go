@@ -56,7 +56,8 @@ type Store struct {
 	bg        *background // a full snapshot on its own goroutine, until adopted
 	release   func(paths ...string)
 
-	comp *compactor // of expired ranges (expire.go)
+	comp *compactor    // of expired ranges (expire.go)
+	pend *pebble.Batch // Sets and Deletes not applied yet (pending.go)
 }
 
 // Open wipes cfg.Dir, restores cfg.Restore into it, and opens the state
@@ -153,6 +154,9 @@ func (s *Store) Get(key []byte) (value []byte, ok bool, err error) {
 	if s.kgErr != nil {
 		return nil, false, s.kgErr
 	}
+	if err := s.apply(); err != nil {
+		return nil, false, err
+	}
 	v, closer, err := s.db.Get(s.pebbleKey(key))
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil, false, nil
@@ -179,7 +183,7 @@ func (s *Store) Set(key, value []byte) error {
 		return s.kgErr
 	}
 	k := s.pebbleKey(key)
-	if err := s.db.Set(k, value, pebble.NoSync); err != nil {
+	if err := s.write(k, value, false); err != nil {
 		return fmt.Errorf("set state key %q: %w", key, err)
 	}
 	if s.delta != nil {
@@ -200,7 +204,7 @@ func (s *Store) Delete(key []byte) error {
 		return s.kgErr
 	}
 	k := s.pebbleKey(key)
-	if err := s.db.Delete(k, pebble.NoSync); err != nil {
+	if err := s.write(k, nil, true); err != nil {
 		return fmt.Errorf("delete state key %q: %w", key, err)
 	}
 	if s.delta != nil {
@@ -221,6 +225,9 @@ func (s *Store) Expire(start, end []byte) error {
 	if s.db == nil {
 		return ErrClosed
 	}
+	if err := s.apply(); err != nil {
+		return err
+	}
 	lo := append([]byte{stateTag}, start...)
 	hi := append([]byte{stateTag}, end...)
 	if err := s.db.DeleteRange(lo, hi, pebble.NoSync); err != nil {
@@ -237,6 +244,9 @@ func (s *Store) Expire(start, end []byte) error {
 func (s *Store) Scan(start, end []byte, fn func(key, value []byte) error) error {
 	if s.db == nil {
 		return ErrClosed
+	}
+	if err := s.apply(); err != nil {
+		return err
 	}
 	lo, hi := append([]byte{stateTag}, start...), append([]byte{stateTag}, end...)
 	err := scanState(s.db, currentLayout, lo, hi, func(it *pebble.Iterator, _ int, key []byte) error {
@@ -265,7 +275,12 @@ func (s *Store) Close() error {
 		}
 	}
 	s.comp.stop()
-	err := s.db.Close()
+	err := s.apply() // not durable either way; Pebble closes with it applied
+	if s.pend != nil {
+		err = errors.Join(err, s.pend.Close())
+		s.pend = nil
+	}
+	err = errors.Join(err, s.db.Close())
 	s.db = nil
 	if err != nil {
 		return fmt.Errorf("close state %s: %w", s.dir, err)
