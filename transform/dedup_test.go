@@ -250,6 +250,10 @@ func TestDedupReadsTheKVOnlyForValuesItMayHaveSeen(t *testing.T) {
 		t.Errorf("after a restart, a new value was dropped or read the KV (%d reads)", kv.gets)
 	}
 
+	// Past indexCap a Bloom filter answers for the bucket: a new value reads
+	// the KV only on a false positive (about 1e-6 a lookup at this filling),
+	// and every repeat is still found. Past bloomFactor x indexCap every
+	// lookup reads the KV.
 	defer func(c int) { indexCap = c }(indexCap)
 	indexCap = 10
 	full := newDedup(t, &countingKV{MemKV: NewMemKV()}, "d", "id", time.Hour)
@@ -258,11 +262,54 @@ func TestDedupReadsTheKVOnlyForValuesItMayHaveSeen(t *testing.T) {
 	}
 	fkv := full.kv.(*countingKV)
 	fkv.gets = 0
-	if !mustApply(t, full, recAt(`{"id":"new"}`, t0)) || fkv.gets == 0 {
-		t.Errorf("a bucket past indexCap answered without reading the KV (%d reads)", fkv.gets)
+	for i := range 50 {
+		if !mustApply(t, full, recAt(fmt.Sprintf(`{"id":"new-%d"}`, i), t0)) {
+			t.Fatalf("new value %d dropped in a bucket past indexCap", i)
+		}
 	}
-	if mustApply(t, full, recAt(`{"id":15}`, t0)) {
-		t.Error("a repeat in a bucket past indexCap was kept")
+	if fkv.gets > 3 {
+		t.Errorf("%d KV reads for 50 new values in a bucket past indexCap, want almost none", fkv.gets)
+	}
+	for _, id := range []string{`0`, `15`, `"new-7"`} {
+		if mustApply(t, full, recAt(`{"id":`+id+`}`, t0)) {
+			t.Errorf("the repeat %s in a bucket past indexCap was kept", id)
+		}
+	}
+	for i := range 20 { // 90 values: past the filter's 80
+		mustApply(t, full, recAt(fmt.Sprintf(`{"id":"more-%d"}`, i), t0))
+	}
+	fkv.gets = 0
+	if !mustApply(t, full, recAt(`{"id":"newer"}`, t0)) || fkv.gets == 0 {
+		t.Errorf("a bucket past the filter's capacity answered without reading the KV (%d reads)", fkv.gets)
+	}
+}
+
+// The Bloom filter never loses a fingerprint it was given, and at its
+// capacity says "maybe" for about 1% of the others (2% allowed).
+func TestBloomNeverForgetsAndRarelyLies(t *testing.T) {
+	const n = 100_000
+	b := newBloom(n)
+	for i := range uint64(n) {
+		if !b.add(i * 2654435761 & 0xffffffff) {
+			t.Fatalf("add %d of %d said the filter is over capacity", i, n)
+		}
+	}
+	for i := range uint64(n) {
+		if !b.has(i * 2654435761 & 0xffffffff) {
+			t.Fatalf("fingerprint %d was added and is absent", i)
+		}
+	}
+	fp := 0
+	for i := range uint64(n) {
+		if b.has(0x1_0000_0000 + i) { // never added: fingerprints are 32 bits
+			fp++
+		}
+	}
+	if rate := float64(fp) / n; rate > 0.02 {
+		t.Errorf("%.2f%% false positives at capacity, want about 1%%", 100*rate)
+	}
+	if b.add(1) {
+		t.Error("one past the capacity was not reported")
 	}
 }
 

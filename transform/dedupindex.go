@@ -6,9 +6,13 @@ import (
 )
 
 // indexCap is the most values a bucket's index holds (a table of 32 MB
-// at the most); beyond it the index is dropped and lookups in that bucket
-// read the KV.
+// at the most); beyond it the table gives way to a Bloom filter of the
+// values' fingerprints, sized for bloomFactor times as many (10 bits a
+// value: 20 MB), which still answers "absent" for most new values; past
+// that too, every lookup in the bucket reads the KV.
 var indexCap = 1 << 21 // a variable for tests
+
+const bloomFactor = 8
 
 // index is a Dedup's in-memory knowledge of its buckets (dedup.go): for
 // each, the hashes of its values with the latest first sighting of the
@@ -44,6 +48,9 @@ func (x *index) lookup(b int64, h uint64, cutoff int64) int {
 	case s == nil:
 		return absent
 	case s.full:
+		if s.bloom != nil && !s.bloom.has(h>>32) {
+			return absent
+		}
 		return unknown
 	}
 	latest, ok := s.get(h)
@@ -91,7 +98,8 @@ type bucketIndex struct {
 	start, res int64
 	slots      []uint64
 	n          int
-	full       bool // past indexCap values: dropped, unknown
+	full       bool  // past indexCap values: the table is dropped
+	bloom      bloom // once full: the fingerprints of every value put; nil past its capacity
 }
 
 func newBucketIndex(b, width int64) *bucketIndex {
@@ -116,6 +124,9 @@ func (s *bucketIndex) get(h uint64) (latest int64, ok bool) {
 // sighting of its fingerprint.
 func (s *bucketIndex) put(h uint64, first int64) {
 	if s.full {
+		if s.bloom != nil && !s.bloom.add(h>>32) {
+			s.bloom = nil // too many values for it to tell: unknown
+		}
 		return
 	}
 	units := uint64(min(max((first-s.start+s.res-1)/s.res, 0), math.MaxUint32-1)) + 1
@@ -124,7 +135,8 @@ func (s *bucketIndex) put(h uint64, first int64) {
 		switch v := s.slots[i]; {
 		case v == 0:
 			if s.n >= indexCap {
-				s.full, s.slots = true, nil
+				s.toBloom()
+				s.bloom.add(fp)
 				return
 			}
 			s.slots[i] = fp<<32 | units
@@ -158,4 +170,66 @@ func (s *bucketIndex) grow() {
 			}
 		}
 	}
+}
+
+// toBloom replaces the table by a Bloom filter of its fingerprints.
+func (s *bucketIndex) toBloom() {
+	s.bloom = newBloom(bloomFactor * indexCap)
+	for _, v := range s.slots {
+		if v != 0 {
+			s.bloom.add(v >> 32)
+		}
+	}
+	s.full, s.slots = true, nil
+}
+
+// bloom is a blocked Bloom filter of 32-bit fingerprints: each sets 6 bits
+// of one 512-bit block (one cache line), 10 bits a value, about 1% false
+// positives at capacity. It never says a fingerprint it was given is
+// absent. Its first word counts the fingerprints added and the capacity.
+type bloom []uint64
+
+func newBloom(capacity int) bloom {
+	blocks := max(8, capacity*10/512) // small ones (in tests) far from full
+	b := make(bloom, 2+8*blocks)
+	b[1] = uint64(capacity)
+	return b
+}
+
+// add adds fp, and says false once more were added than the filter holds.
+func (b bloom) add(fp uint64) bool {
+	blk, bits := b.spread(fp)
+	for j := range 6 {
+		bit := bits >> (9 * j) & 511
+		blk[bit>>6] |= 1 << (bit & 63)
+	}
+	b[0]++
+	return b[0] <= b[1]
+}
+
+// has says whether fp may have been added.
+func (b bloom) has(fp uint64) bool {
+	blk, bits := b.spread(fp)
+	for j := range 6 {
+		bit := bits >> (9 * j) & 511
+		if blk[bit>>6]&(1<<(bit&63)) == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// spread mixes fp (splitmix64's finalizer) into the block it goes to and
+// the 54 bits that choose its 6 bits there.
+func (b bloom) spread(fp uint64) (block []uint64, bits uint64) {
+	z := fp + 0x9e3779b97f4a7c15
+	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
+	z = (z ^ z>>27) * 0x94d049bb133111eb
+	z ^= z >> 31
+	n := uint64(len(b)-2) / 8
+	i := 2 + 8*((z>>32)%n)
+	// The block comes from the high half; the bits from a second mix, so
+	// that they do not depend on the block.
+	w := z*0xff51afd7ed558ccd ^ z>>29
+	return b[i : i+8], w
 }
