@@ -36,8 +36,8 @@ func (s *Store) write(k, value []byte, del bool) error {
 
 // apply applies the pending writes to Pebble. Everything that reads
 // Pebble, or writes to it otherwise than by write (a range deletion, a
-// snapshot, Close), calls it first, so that Pebble holds every write in
-// the order the caller made them.
+// snapshot), calls it first, so that Pebble holds every write in the order
+// the caller made them.
 func (s *Store) apply() error {
 	if s.pend == nil || s.pend.Empty() {
 		return nil

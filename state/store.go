@@ -275,9 +275,9 @@ func (s *Store) Close() error {
 		}
 	}
 	s.comp.stop()
-	err := s.apply() // not durable either way; Pebble closes with it applied
-	if s.pend != nil {
-		err = errors.Join(err, s.pend.Close())
+	var err error
+	if s.pend != nil { // pending writes are lost with the rest of the unsnapshotted ones
+		err = s.pend.Close()
 		s.pend = nil
 	}
 	err = errors.Join(err, s.db.Close())

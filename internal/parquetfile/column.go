@@ -93,11 +93,17 @@ func newColumn(typ string, nullable bool) *column {
 
 // encoding is the encoding of the page the column is filling.
 func (c *column) encoding() format.Encoding {
+	if len(c.idx) > 0 {
+		return format.RLEDictionary
+	}
+	return c.valueEncoding()
+}
+
+// valueEncoding is the encoding of the column's pages that are not
+// dictionary indexes.
+func (c *column) valueEncoding() format.Encoding {
 	switch c.typ {
 	case format.ByteArray:
-		if len(c.idx) > 0 {
-			return format.RLEDictionary
-		}
 		return format.DeltaByteArray
 	case format.Int32, format.Int64:
 		return format.DeltaBinaryPacked

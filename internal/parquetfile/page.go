@@ -165,13 +165,7 @@ func (e *pageEncoder) metadata(c *column, ch *chunk, name string, at int64) form
 	var encs []format.Encoding
 	var stats []format.PageEncodingStats
 	if n := ch.count - ch.dictPages; n > 0 || ch.dictPages == 0 {
-		enc := format.Plain
-		switch c.typ {
-		case format.ByteArray:
-			enc = format.DeltaByteArray
-		case format.Int32, format.Int64:
-			enc = format.DeltaBinaryPacked
-		}
+		enc := c.valueEncoding()
 		encs = append(encs, enc)
 		stats = append(stats, format.PageEncodingStats{PageType: format.DataPage, Encoding: enc, Count: n})
 	}
