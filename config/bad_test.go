@@ -33,6 +33,22 @@ func TestBadConfigsNameFileLineAndKey(t *testing.T) {
 			want: `config.yaml:6: pipeline.parallelism: must be at least 1, got -2`,
 		},
 		{
+			name: "instances: a mode that does not exist",
+			yaml: with("instances: {mode: cluster}"),
+			want: `config.yaml:5: instances.mode: unknown instances mode "cluster" (want single or group)`,
+		},
+		{
+			name: "instances: no slots, a session timeout too short",
+			yaml: with("instances: {mode: group, slots: 0, session_timeout: 100ms}"),
+			want: "config.yaml:5: instances.slots: must be between 1 and 1024, got 0\n" +
+				"config.yaml:5: instances.session_timeout: 100ms: must be between 1s and 30m (the broker's group.min/max.session.timeout.ms, 6s and 30m by default, apply too)",
+		},
+		{
+			name: "instances: group mode with object storage checkpoints",
+			yaml: with("instances: {mode: group}", "checkpoint: {storage: s3://b/p}"),
+			want: `config.yaml:6: checkpoint.storage: "s3://b/p": instances.mode: group fences a slot's owner by a lock in checkpoint.dir, which object storage has no equivalent of yet; share checkpoint.dir and state.dir between the processes instead (a shared filesystem)`,
+		},
+		{
 			name: "unknown key at top",
 			yaml: with("sinks: {}"),
 			want: `config.yaml:5: sinks: unknown key (did you mean sink?)`,

@@ -46,6 +46,10 @@ var absurdNumbers = []struct {
 	{with("checkpoint: {interval: " + years100 + "}"),
 		"config.yaml:5: checkpoint.interval: must be at most 168h0m0s, got 876000h0m0s\n" +
 			"config.yaml:5: checkpoint.initial_delay: must be at most 168h0m0s, got 876000h0m0s"}, // its default is @interval
+	{with("instances: {slots: " + maxInt64 + "}"),
+		"config.yaml:5: instances.slots: must be between 1 and 1024, got " + maxInt64},
+	{with("instances: {session_timeout: " + years100 + "}"),
+		"config.yaml:5: instances.session_timeout: 876000h0m0s: must be between 1s and 30m (the broker's group.min/max.session.timeout.ms, 6s and 30m by default, apply too)"},
 	{with("http: {stall_intervals: " + maxInt64 + "}"),
 		"config.yaml:5: http.stall_intervals: must be between 0 and 604800, got " + maxInt64},
 	{with("checkpoint: {timeout: " + years100 + "}"),

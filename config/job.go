@@ -29,6 +29,7 @@ type Job struct {
 	HTTP       HTTP       `yaml:"http" doc:"the status server"`
 	Restart    Restart    `yaml:"restart" doc:"in-process restarts after a failure"`
 	Log        Log        `yaml:"log" doc:"how the process logs (to stderr)"`
+	Instances  Instances  `yaml:"instances" doc:"one process for the whole job, or several sharing it through a Kafka consumer group"`
 
 	src *origin // where each key came from; nil for a Job built in code
 }

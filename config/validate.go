@@ -44,6 +44,7 @@ func (j *Job) validateJob(p *Problems) {
 	if msg := nameProblem(j.Name); msg != "" {
 		p.Add("name", "%s", msg)
 	}
+	j.validateInstances(p)
 	j.Source.check(SectionSource, "source", p)
 	j.Sink.check(SectionSink, "sink", p)
 	for i := range j.Pipeline.Transforms {

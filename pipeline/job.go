@@ -15,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/connector-dev/connector/config"
+	"github.com/connector-dev/connector/source"
 )
 
 // Options are what a Job takes besides its config. Zero values are fine.
@@ -32,6 +33,9 @@ type Options struct {
 	DiscoverEvery time.Duration
 	// Stdout is where the stdout sink prints; nil means os.Stdout.
 	Stdout io.Writer
+	// Slot, if not nil, makes the job one slot of a job run in group mode
+	// (package group): its source reads only the slot's partitions.
+	Slot *source.Slot
 }
 
 // Job runs one configured job: attempts from the last completed checkpoint,
@@ -44,6 +48,7 @@ type Job struct {
 	metrics       *jobMetrics
 	discoverEvery time.Duration
 	stdout        io.Writer
+	slot          *source.Slot
 	spawn         func(func())   // runs a snapshot's asynchronous part
 	rand          func() float64 // the Coordinator's randomness (initial delay)
 	health        health
@@ -67,7 +72,7 @@ func New(cfg *config.Job, opts Options) *Job {
 	}
 	j := &Job{
 		cfg: cfg, fs: opts.FS, log: opts.Log.With().Str("job", cfg.Name).Logger(),
-		metrics: newJobMetrics(opts.Registry), discoverEvery: opts.DiscoverEvery, stdout: opts.Stdout,
+		metrics: newJobMetrics(opts.Registry), discoverEvery: opts.DiscoverEvery, stdout: opts.Stdout, slot: opts.Slot,
 		spawn: func(f func()) { go f() }, rand: rand.Float64,
 	}
 	j.health.recordsIn = func() int64 { return int64(counterValue(j.metrics.recordsIn)) }

@@ -1,11 +1,10 @@
 package pipeline
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
+
 	"fmt"
-	"os"
+
 	"path/filepath"
 	"strings"
 	"sync"
@@ -14,10 +13,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/connector-dev/connector/config"
 	_ "github.com/connector-dev/connector/internal/builtin"
+	"github.com/connector-dev/connector/internal/idtest"
 	"github.com/connector-dev/connector/internal/kafkatest"
 	"github.com/connector-dev/connector/internal/metrics"
 	"github.com/connector-dev/connector/sink/file"
@@ -66,45 +65,13 @@ restart: {initial_backoff: 50ms, max_backoff: 200ms}
 
 func produceIDs(t *testing.T, b kafkatest.Brokers, topic string, from, to int) {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs...), kgo.DefaultProduceTopic(topic))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	var rs []*kgo.Record
-	for i := from; i < to; i++ {
-		rs = append(rs, &kgo.Record{Key: fmt.Appendf(nil, "%d", i), Value: fmt.Appendf(nil, `{"id":%d,"amount":%d}`, i, i%100)})
-	}
-	if err := cl.ProduceSync(context.Background(), rs...).FirstErr(); err != nil {
-		t.Fatalf("produce: %v", err)
-	}
+	idtest.Produce(t, b, topic, from, to)
 }
 
 // visibleIDs counts every id in the committed (visible) output files.
-func visibleIDs(t *testing.T, dir string) map[int]int {
-	t.Helper()
-	ids := map[int]int{}
-	entries, _ := os.ReadDir(dir)
-	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), ".") || strings.HasPrefix(e.Name(), "_") {
-			continue
-		}
-		f, err := os.Open(filepath.Join(dir, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			var v struct{ ID int }
-			if err := json.Unmarshal(sc.Bytes(), &v); err != nil {
-				t.Fatalf("%s: bad line %q: %v", e.Name(), sc.Text(), err)
-			}
-			ids[v.ID]++
-		}
-		f.Close()
-	}
-	return ids
-}
+func visibleIDs(t *testing.T, dir string) map[int]int { t.Helper(); return idtest.Visible(t, dir) }
+
+func checkOnce(t *testing.T, ids map[int]int, n int) { t.Helper(); idtest.CheckOnce(t, ids, n) }
 
 type running struct {
 	cancel context.CancelFunc
@@ -189,18 +156,6 @@ func waitAll(t *testing.T, out string, n int) map[int]int {
 			t.Fatalf("only %d of %d ids visible after 60s", len(ids), n)
 		}
 		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-func checkOnce(t *testing.T, ids map[int]int, n int) {
-	t.Helper()
-	for i := range n {
-		if ids[i] != 1 {
-			t.Errorf("id %d appears %d times", i, ids[i])
-		}
-	}
-	if len(ids) != n {
-		t.Errorf("%d distinct ids, want %d", len(ids), n)
 	}
 }
 

@@ -185,7 +185,7 @@ func (a *attempt) openSource(ctx context.Context, stop <-chan struct{}, r *resto
 	defer cancel()
 	src, err := source.Open(octx, cfg.Source, source.Env{
 		Job: cfg, Readers: cfg.Pipeline.Parallelism, Restored: r.positions, DiscoverEvery: j.discoverEvery, Log: j.log,
-		KafkaHooks: j.metrics.kafka.Hooks,
+		KafkaHooks: j.metrics.kafka.Hooks, Slot: j.slot,
 	})
 	if err != nil {
 		return fmt.Errorf("open source: %w", err)

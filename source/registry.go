@@ -44,6 +44,9 @@ type Env struct {
 	// DiscoverEvery is how often Run looks for new input (partitions added
 	// to a topic); 0 is the kind's default.
 	DiscoverEvery time.Duration
+	// Slot, if not nil, makes the job one slot of a job shared by several
+	// processes (instances.mode: group): read only the slot's partitions.
+	Slot *Slot
 	// Log is the job's logger.
 	Log zerolog.Logger
 	// KafkaHooks, if not nil, returns the franz-go hooks to install
@@ -72,4 +75,25 @@ func Open(ctx context.Context, p config.Plugin, env Env) (Source, error) {
 		return nil, fmt.Errorf("source.type: %q is not a source kind of this build", p.Type)
 	}
 	return k.Open(ctx, p.Config, env)
+}
+
+// Slot is one of Of slots of a job run in group mode (package group):
+// partition p of every topic belongs to slot p mod Of. A slot is run as a
+// job of its own; its source reads only its partitions and commits their
+// offsets to a consumer group of its own.
+type Slot struct {
+	Index, Of int
+}
+
+// Owns reports whether partition p belongs to the slot; a nil Slot owns
+// every partition.
+func (s *Slot) Owns(p int32) bool { return s == nil || int(p)%s.Of == s.Index }
+
+// Group is the consumer group the slot commits to: group itself for a nil
+// Slot, else group.slot-<index>.
+func (s *Slot) Group(group string) string {
+	if s == nil {
+		return group
+	}
+	return fmt.Sprintf("%s.slot-%d", group, s.Index)
 }

@@ -91,10 +91,21 @@ func Open(fs vfs.FS, dir, stateRoot string, retained int, logger zerolog.Logger)
 // lockDir takes dir's LOCK file, or says who holds it.
 func lockDir(fs vfs.FS, dir string) (io.Closer, error) {
 	name := fs.PathJoin(dir, lockName)
+	l, err := Lock(fs, name)
+	if errors.Is(err, ErrLocked) {
+		return nil, fmt.Errorf("%s: %w: another instance of this job is running on the same directories; stop it, or give this one its own checkpoint.dir and state.dir", dir, err)
+	}
+	return l, err
+}
+
+// Lock takes the lock file name (fcntl, released when the process dies),
+// creating it if needed; an error wraps ErrLocked when another process
+// holds it.
+func Lock(fs vfs.FS, name string) (io.Closer, error) {
 	l, err := fs.Lock(name)
 	if err != nil {
 		if heldByOther(err) {
-			return nil, fmt.Errorf("%s is %w (lock file %s): another instance of this job is running on the same directories; stop it, or give this one its own checkpoint.dir and state.dir (%w)", dir, ErrLocked, name, err)
+			return nil, fmt.Errorf("lock file %s is %w (%w)", name, ErrLocked, err)
 		}
 		return nil, fmt.Errorf("lock %s: %w", name, err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/connector-dev/connector/checkpoint/s3storage"
 	"github.com/connector-dev/connector/config"
+	"github.com/connector-dev/connector/group"
 	"github.com/connector-dev/connector/internal/crashpoint"
 	"github.com/connector-dev/connector/internal/httpapi"
 	"github.com/connector-dev/connector/internal/kafkaclient"
@@ -71,11 +72,35 @@ func newRegistry() *prometheus.Registry {
 // runJob serves HTTP and runs the job until ctx ends and its final
 // checkpoint completed; the job's metrics go to reg, which /metrics serves.
 // started, if not nil, is called with the HTTP address once the server
-// listens.
+// listens. In group mode the process runs as one member of the job's
+// group (package group), its slots' jobs behind the same endpoints.
 func runJob(ctx context.Context, cfg *config.Job, log zerolog.Logger, reg *prometheus.Registry, started func(addr string)) error {
+	srvCfg, run := singleJob(cfg, log, reg)
+	if cfg.Instances.Group() {
+		srvCfg, run = groupMember(cfg, log, reg)
+	}
+	srvCfg.Addr, srvCfg.Log = cfg.HTTP.Addr, log
+	srv, err := httpapi.Start(srvCfg)
+	if err != nil {
+		return err // httpapi's error says http, the address and the cause
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Close(sctx)
+	}()
+	log.Info().Str("version", buildInfo().Version).Str("http", srv.Addr()).Str("config", cfg.File()).Str("instances", string(cfg.Instances.Mode)).Msg("connector starting")
+	warnInsecure(log, cfg)
+	if started != nil {
+		started(srv.Addr())
+	}
+	return run(ctx)
+}
+
+// singleJob is a process that runs the whole job.
+func singleJob(cfg *config.Job, log zerolog.Logger, reg *prometheus.Registry) (httpapi.Config, func(context.Context) error) {
 	job := pipeline.New(cfg, pipeline.Options{Registry: reg, Log: log})
-	srv, err := httpapi.Start(httpapi.Config{
-		Addr:        cfg.HTTP.Addr,
+	return httpapi.Config{
 		Metrics:     reg,
 		Ready:       job.Ready,
 		Live:        job.Live,
@@ -85,22 +110,23 @@ func runJob(ctx context.Context, cfg *config.Job, log zerolog.Logger, reg *prome
 			info.Version = buildInfo().Version
 			return info, nil
 		},
-		Log: log,
-	})
-	if err != nil {
-		return err // httpapi's error says http, the address and the cause
-	}
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Close(sctx)
-	}()
-	log.Info().Str("version", buildInfo().Version).Str("http", srv.Addr()).Str("config", cfg.File()).Msg("connector starting")
-	warnInsecure(log, cfg)
-	if started != nil {
-		started(srv.Addr())
-	}
-	return job.Run(ctx)
+	}, job.Run
+}
+
+// groupMember is a process that runs the slots the job's group gives it.
+func groupMember(cfg *config.Job, log zerolog.Logger, reg *prometheus.Registry) (httpapi.Config, func(context.Context) error) {
+	m := group.New(cfg, group.Options{Registry: reg, Log: log})
+	return httpapi.Config{
+		Metrics:     prometheus.GathererFunc(m.Gather),
+		Ready:       m.Ready,
+		Live:        m.Live,
+		Checkpoints: func() (any, error) { return m.Status(), nil },
+		Job: func() (any, error) {
+			info := m.Info()
+			info.Version = buildInfo().Version
+			return info, nil
+		},
+	}, m.Run
 }
 
 // warnInsecure says loudly, at every start, what weakens the connection

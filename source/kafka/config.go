@@ -52,6 +52,9 @@ type Options struct {
 	// (classed kafkaclient.ErrMisconfigured), the others are retried with
 	// the cause logged.
 	Explain func(error) (hint string, misconfigured bool)
+	// Slot, if not nil, limits the source to the slot's partitions (group
+	// mode); Group is then already the slot's group.
+	Slot *source.Slot
 }
 
 // explain turns a misconfigured connection into an error classed

@@ -95,7 +95,8 @@ func open(ctx context.Context, cfg any, env source.Env) (source.Source, error) {
 	return Open(ctx, Options{
 		Brokers:          env.Job.Kafka.Brokers,
 		Topics:           c.Topics,
-		Group:            c.Group,
+		Group:            env.Slot.Group(c.Group),
+		Slot:             env.Slot,
 		StartOffset:      c.StartOffset,
 		OnPositionLost:   c.OnPositionLost,
 		Readers:          env.Readers,

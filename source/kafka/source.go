@@ -240,6 +240,18 @@ func (s *Source) listEdges(ctx context.Context, end bool) (Offsets, error) {
 		return nil, err
 	}
 	s.markOK()
+	if s.cfg.Slot != nil {
+		for t, ps := range o {
+			for p := range ps {
+				if !s.cfg.Slot.Owns(p) {
+					delete(ps, p)
+				}
+			}
+			if len(ps) == 0 {
+				delete(o, t) // a topic with no partition in this slot
+			}
+		}
+	}
 	return o, nil
 }
 

@@ -255,6 +255,44 @@ func TestReadersSplitPartitionsAndTogetherReadEverythingOnce(t *testing.T) {
 	}
 }
 
+func TestASlotReadsOnlyItsPartitions(t *testing.T) {
+	b := kafkatest.Cluster(t)
+	topic := kafkatest.Topic(t, b, 5)
+	produce(t, b, topic, 5, 500) // 100 per partition
+	cfg := testConfig(b, topic)
+	cfg.Readers = 2
+	cfg.Slot = &source.Slot{Index: 1, Of: 3} // partitions 1 and 4
+	s, err := Open(context.Background(), cfg, nil, testLog(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	_, ok1 := s.known.Lookup(topic, 1)
+	_, ok4 := s.known.Lookup(topic, 4)
+	if !ok1 || !ok4 || s.known.Len() != 2 {
+		t.Errorf("partitions known: %s, want partitions 1 and 4 only", s.known)
+	}
+	var recs []*recorder
+	for _, r := range s.readers {
+		rec, stop := runReader(t, r)
+		defer stop()
+		recs = append(recs, rec)
+	}
+	waitFor(t, "200 records", func() bool { return recs[0].count()+recs[1].count() == 200 })
+	for _, rec := range recs {
+		rec.mu.Lock()
+		for _, x := range rec.records {
+			if x.Partition != 1 && x.Partition != 4 {
+				t.Errorf("slot 1 of 3 read partition %d", x.Partition)
+			}
+		}
+		rec.mu.Unlock()
+	}
+	if n := recs[0].count() + recs[1].count(); n != 200 {
+		t.Errorf("%d records read, want the slot's 200", n)
+	}
+}
+
 func TestDiscoverPicksUpPartitionsAddedWhileRunning(t *testing.T) {
 	b := kafkatest.Cluster(t)
 	topic := kafkatest.Topic(t, b, 1)
