@@ -53,8 +53,12 @@ type Options struct {
 	// the cause logged.
 	Explain func(error) (hint string, misconfigured bool)
 	// Slot, if not nil, limits the source to the slot's partitions (group
-	// mode); Group is then already the slot's group.
-	Slot *source.Slot
+	// mode); Group is then already the slot's group, and BaseGroup the
+	// job's: a partition with neither a checkpoint nor an offset in Group
+	// (the slot never ran) starts at BaseGroup's committed offset, where
+	// the job stopped in single mode.
+	Slot      *source.Slot
+	BaseGroup string
 }
 
 // explain turns a misconfigured connection into an error classed

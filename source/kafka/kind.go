@@ -97,6 +97,7 @@ func open(ctx context.Context, cfg any, env source.Env) (source.Source, error) {
 		Topics:           c.Topics,
 		Group:            env.Slot.Group(c.Group),
 		Slot:             env.Slot,
+		BaseGroup:        c.Group,
 		StartOffset:      c.StartOffset,
 		OnPositionLost:   c.OnPositionLost,
 		Readers:          env.Readers,

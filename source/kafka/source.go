@@ -186,6 +186,11 @@ func (s *Source) resolve(ctx context.Context, restored *position) (Offsets, erro
 		return nil, classify("fetch committed offsets of group "+s.cfg.Group, err)
 	}
 	s.commits.seen(committed)
+	if restored == nil && s.cfg.Slot != nil && s.cfg.BaseGroup != s.cfg.Group {
+		if committed, err = s.withBaseGroup(ctx, committed); err != nil {
+			return nil, err
+		}
+	}
 	out := starts.Clone()
 	if restored == nil && s.cfg.StartOffset == StartLatest {
 		out = ends.Clone()
@@ -353,4 +358,32 @@ func retry(ctx context.Context, log zerolog.Logger, what string, fn func(context
 		}
 		backoff = min(backoff*2, 10*time.Second)
 	}
+}
+
+// withBaseGroup fills in, for the partitions of a slot that never ran (no
+// checkpoint) and has no offset in its own group, the offset committed to
+// the job's group: where the job stopped when it ran in single mode.
+func (s *Source) withBaseGroup(ctx context.Context, committed kadm.OffsetResponses) (kadm.OffsetResponses, error) {
+	base, err := s.adm.FetchOffsets(ctx, s.cfg.BaseGroup)
+	if errors.Is(err, kerr.GroupIDNotFound) {
+		return committed, nil
+	}
+	if err != nil {
+		return nil, classify("fetch committed offsets of group "+s.cfg.BaseGroup, err)
+	}
+	if committed == nil {
+		committed = kadm.OffsetResponses{}
+	}
+	n := 0
+	base.Each(func(o kadm.OffsetResponse) {
+		if _, ok := committed.Lookup(o.Topic, o.Partition); ok || o.Err != nil || o.At < 0 || !s.cfg.Slot.Owns(o.Partition) {
+			return
+		}
+		committed.Add(o)
+		n++
+	})
+	if n > 0 {
+		s.log.Info().Str("group", s.cfg.BaseGroup).Int("partitions", n).Msg("the slot starts where the job's own group says it stopped (it ran in single mode)")
+	}
+	return committed, nil
 }

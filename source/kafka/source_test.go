@@ -293,6 +293,44 @@ func TestASlotReadsOnlyItsPartitions(t *testing.T) {
 	}
 }
 
+func TestASlotThatNeverRanStartsWhereTheJobsOwnGroupStopped(t *testing.T) {
+	b := kafkatest.Cluster(t)
+	topic := kafkatest.Topic(t, b, 3)
+	produce(t, b, topic, 3, 300) // 100 per partition
+	base := topic + "-g"
+	// The job in single mode committed partitions 0 and 1.
+	adm := kafkatest.Admin(t, b)
+	var o kadm.Offsets
+	o.AddOffset(topic, 0, 70, -1)
+	o.AddOffset(topic, 1, 40, -1)
+	if _, err := adm.CommitOffsets(context.Background(), base, o); err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig(b, topic)
+	cfg.Slot = &source.Slot{Index: 1, Of: 2} // partition 1
+	cfg.Group, cfg.BaseGroup = cfg.Slot.Group(base), base
+	s, err := Open(context.Background(), cfg, nil, testLog(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if n, ok := s.known.Lookup(topic, 1); !ok || n != 40 || s.known.Len() != 1 {
+		t.Errorf("slot 1 of 2 starts at %s, want partition 1 at the job's committed 40", s.known)
+	}
+	// Once the slot's own group has an offset, that one wins.
+	if err := s.CommitOffsets(context.Background(), Offsets{topic: {1: 55}}); err != nil {
+		t.Fatal(err)
+	}
+	s2, err := Open(context.Background(), cfg, nil, testLog(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	if n, _ := s2.known.Lookup(topic, 1); n != 55 {
+		t.Errorf("slot 1 restarts at %d, want its own group's 55", n)
+	}
+}
+
 func TestDiscoverPicksUpPartitionsAddedWhileRunning(t *testing.T) {
 	b := kafkatest.Cluster(t)
 	topic := kafkatest.Topic(t, b, 1)
