@@ -29,7 +29,11 @@ type Instances struct {
 	SessionTimeout time.Duration `yaml:"session_timeout" default:"10s" doc:"group mode: how long a process may be silent before its slots move to the others"`
 	// Protocol is the group protocol: classic (JoinGroup/SyncGroup, with
 	// the cooperative-sticky assignor) or consumer (KIP-848, the broker
-	// assigns; Kafka 4.0+, recommended from 4.3).
+	// assigns; Kafka 4.0+, recommended from 4.3). With consumer, the
+	// session timeout and heartbeat interval are the broker's
+	// (group.consumer.session.timeout.ms, 45s, and
+	// group.consumer.heartbeat.interval.ms, 5s, by default), not
+	// SessionTimeout: slots move more slowly unless the broker's are lowered.
 	Protocol GroupProtocol `yaml:"protocol" default:"classic" doc:"group mode: classic (cooperative-sticky) | consumer (KIP-848, Kafka >= 4.3)"`
 }
 

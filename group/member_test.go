@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -31,6 +32,11 @@ import (
 // dir, with a dedup on id.
 func groupConfig(t *testing.T, b kafkatest.Brokers, topic, dir string, slots int) *config.Job {
 	t.Helper()
+	return groupConfigWith(t, b, topic, dir, slots, config.GroupClassic)
+}
+
+func groupConfigWith(t *testing.T, b kafkatest.Brokers, topic, dir string, slots int, protocol config.GroupProtocol) *config.Job {
+	t.Helper()
 	y := fmt.Sprintf(`
 name: %s
 kafka: {brokers: [%q]}
@@ -41,15 +47,18 @@ pipeline: {transforms: [{type: dedup, key: id, ttl: 1h}]}
 sink: {type: file, path: %q, roll_on_checkpoint: true}
 http: {addr: "127.0.0.1:0"}
 restart: {initial_backoff: 50ms, max_backoff: 200ms}
-instances: {mode: group, slots: %d, session_timeout: 6s}
-`, "g-"+topic, strings.Join(b.Addrs, ","), topic, filepath.Join(dir, "chk"), filepath.Join(dir, "state"),
-		filepath.Join(dir, "out"), slots)
+instances: {mode: group, slots: %d, session_timeout: 6s, protocol: %s}
+`, fmt.Sprintf("g-%d-%d", time.Now().UnixNano(), jobSeq.Add(1)), strings.Join(b.Addrs, ","), topic, filepath.Join(dir, "chk"), filepath.Join(dir, "state"),
+		filepath.Join(dir, "out"), slots, protocol)
 	j, err := config.Parse("test.yaml", []byte(y), func(string) (string, bool) { return "", false })
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}
 	return j
 }
+
+// jobSeq tells apart the jobs of one test binary.
+var jobSeq atomic.Int64
 
 type member struct {
 	m      *Member
@@ -163,10 +172,16 @@ func disjointCover(slots int) func([][]int) bool {
 }
 
 func TestMembersShareTheSlotsAndHandThemOverWithEveryRecordOnce(t *testing.T) {
+	for _, p := range []config.GroupProtocol{config.GroupClassic, config.GroupConsumer} {
+		t.Run(string(p), func(t *testing.T) { membersShareTheSlots(t, p) })
+	}
+}
+
+func membersShareTheSlots(t *testing.T, protocol config.GroupProtocol) {
 	b := kafkatest.Cluster(t)
 	topic := kafkatest.Topic(t, b, 4)
 	dir := t.TempDir()
-	cfg := groupConfig(t, b, topic, dir, 4)
+	cfg := groupConfigWith(t, b, topic, dir, 4, protocol)
 	out := filepath.Join(dir, "out")
 
 	produceIDs(t, b, topic, 0, 1000)
@@ -302,7 +317,7 @@ func TestSlotConfigGivesEverySlotItsOwnIdentity(t *testing.T) {
 	if c.Name != cfg.Name+".slot-3" || c.Checkpoint.Dir != "/d/chk/slot-3" || c.State.Dir != "/d/state/slot-3" || c.Instances.Group() {
 		t.Errorf("slot config: name %s, dirs %s %s, mode %s", c.Name, c.Checkpoint.Dir, c.State.Dir, c.Instances.Mode)
 	}
-	if cfg.Name != "g-t" || cfg.Checkpoint.Dir != "/d/chk" || !cfg.Instances.Group() {
+	if !strings.HasPrefix(cfg.Name, "g-") || cfg.Checkpoint.Dir != "/d/chk" || !cfg.Instances.Group() {
 		t.Errorf("SlotConfig changed the job's config: %s %s %s", cfg.Name, cfg.Checkpoint.Dir, cfg.Instances.Mode)
 	}
 	if got := lockPath(cfg, 3); got != "/d/chk/slot-3.lock" {
