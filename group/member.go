@@ -14,6 +14,7 @@ import (
 
 	"github.com/connector-dev/connector/config"
 	"github.com/connector-dev/connector/internal/kafkaclient"
+	"github.com/connector-dev/connector/pipeline"
 )
 
 // Options are what a Member takes besides the job's config.
@@ -36,10 +37,11 @@ type Member struct {
 	metrics *metrics
 	topic   string // the slot topic, also the group's id
 
-	mu     sync.Mutex
-	slots  map[int]*slot // the slots this member runs or is stopping
-	client *kgo.Client   // nil until Run made it
-	fail   chan error    // a slot's job that failed for good
+	mu      sync.Mutex
+	slots   map[int]*slot // the slots this member runs or is stopping
+	client  *kgo.Client   // nil until Run made it
+	fail    chan error    // a slot's job that failed for good
+	retired retired       // the counters of the slots it stopped
 }
 
 // New prepares a member; cfg must be valid and in group mode.
@@ -204,9 +206,15 @@ func (m *Member) stopSlots(ks []int, why string) {
 		wg.Go(func() {
 			start := time.Now()
 			s.stop()
+			var info pipeline.JobInfo
+			var st pipeline.Status
+			if j := s.job.Load(); j != nil {
+				info, st = j.Info(), j.Status()
+			}
 			m.metrics.handover.WithLabelValues("release").Observe(time.Since(start).Seconds())
 			m.log.Info().Int("slot", k).Str("why", why).Dur("took", time.Since(start)).Msg("slot released")
 			m.mu.Lock()
+			m.retired.add(info, st) // with the delete: Info never counts a slot twice
 			delete(m.slots, k)
 			m.metrics.owned.Set(float64(len(m.slots)))
 			m.mu.Unlock()

@@ -192,11 +192,27 @@ func membersShareTheSlots(t *testing.T, protocol config.GroupProtocol) {
 	// A second member: the group moves some slots to it, a handing them
 	// over with a final checkpoint; ids 500-999 come again (the dedup's
 	// state must travel with the slots) and 1000-1999 are new.
+	before := a.m.Info().RecordsInTotal
 	b2 := startMember(t, cfg, "b")
 	got := waitSlots(t, []*member{a, b2}, disjointCover(4))
 	t.Logf("slots with two members: %v", got)
 	produceIDs(t, b, topic, 500, 2000)
 	waitIDs(t, out, 2000)
+	// /api/job of a member reads as a job's: its own slots' partitions,
+	// counters that never went back when slots left, the job's config.
+	in := a.m.Info()
+	if in.Name != cfg.Name || in.State != "running" || len(in.Partitions) != len(got[0]) || in.RecordsInTotal < before || len(in.Config) == 0 {
+		t.Errorf("a's info: name %s, state %s, %d partitions for slots %v, %d records in (%d before b joined), config %d bytes",
+			in.Name, in.State, len(in.Partitions), got[0], in.RecordsInTotal, before, len(in.Config))
+	}
+	for _, p := range in.Partitions {
+		if p.Slot == nil || int(p.Partition)%4 != *p.Slot {
+			t.Errorf("a's partition %d reported in slot %v", p.Partition, p.Slot)
+		}
+	}
+	if st := a.m.Status(); !st.Ready || st.Counts.Completed == 0 || len(st.History) == 0 || st.History[0].Slot == nil {
+		t.Errorf("a's status: ready %v (%s), %d completed, history %d", st.Ready, st.NotReady, st.Counts.Completed, len(st.History))
+	}
 	// Each slot's job metrics are served with its slot.
 	s, err := imetrics.Gather(prometheus.GathererFunc(a.m.Gather))
 	if err != nil {

@@ -33,6 +33,9 @@ type CheckpointRecord struct {
 	StateBytes   int64   `json:"state_bytes,omitempty"`
 	Committables int     `json:"committables,omitempty"`
 	Reason       string  `json:"reason,omitempty"` // why it failed
+	// Slot is the slot whose job took it, in group mode (package group):
+	// each slot's checkpoint ids are its own.
+	Slot *int `json:"slot,omitempty"`
 }
 
 // Checkpoint statuses.

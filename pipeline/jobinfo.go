@@ -10,6 +10,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/connector-dev/connector/config"
 	"github.com/connector-dev/connector/source"
 )
 
@@ -72,6 +73,8 @@ type PartitionInfo struct {
 	// completed checkpoint are JobInfo.LastCompleted.Offsets.
 	NextOffset int64 `json:"next_offset"`
 	EndOffset  int64 `json:"end_offset"`
+	// Slot is the slot the partition is in, in group mode (package group).
+	Slot *int `json:"slot,omitempty"`
 }
 
 // Job states, as JobInfo.State says them.
@@ -128,8 +131,12 @@ func (j *Job) Info() JobInfo {
 // redactedConfig is the job's config as `validate --print` writes it
 // (config.Job.Dump: secrets as "***"), as JSON whose objects keep the
 // order of the YAML's keys (name, kafka, source...).
-func (j *Job) redactedConfig() (json.RawMessage, error) {
-	dump, err := j.cfg.Dump()
+func (j *Job) redactedConfig() (json.RawMessage, error) { return RedactedConfig(j.cfg) }
+
+// RedactedConfig is cfg as JobInfo.Config shows it: as `validate --print`
+// writes it, secrets as "***", as JSON whose objects keep the YAML's order.
+func RedactedConfig(cfg *config.Job) (json.RawMessage, error) {
+	dump, err := cfg.Dump()
 	if err != nil {
 		return nil, fmt.Errorf("write the config: %w", err)
 	}

@@ -108,7 +108,7 @@ function render(job, status) {
   document.title = `${job.name} · connector`;
   $("job-name").textContent = job.name;
   setBadge($("state"), job.state, job.state === "running" ? "good" : "warn");
-  $("version").textContent = job.version ? "connector " + job.version : "";
+  $("version").textContent = (job.version ? "connector " + job.version : "") + groupLine(job);
   $("uptime").textContent = fmtAge(job.uptime_seconds);
   $("restarts").textContent = fmtCount(job.restarts);
   $("updated").textContent = "updated " + fmtClock(job.at);
@@ -133,6 +133,17 @@ function render(job, status) {
   renderConfig(job);
   redraw();
 }
+
+// groupLine says, in group mode (instances.mode: group), which slots of
+// the job this process runs.
+function groupLine(job) {
+  if (job.mode !== "group") return "";
+  const owned = (job.slots || []).map((s) => s.state === "running" ? String(s.slot) : `${s.slot} (${s.state})`);
+  return ` · group ${job.group}, generation ${job.generation}: slots ${owned.length ? owned.join(", ") : "none"} of ${job.slots_total}`;
+}
+
+// slotOf is " (slot k)" for what belongs to slot k in group mode.
+const slotOf = (x) => (x.slot === undefined || x.slot === null ? "" : ` (slot ${x.slot})`);
 
 function renderHealth(id, ok, why, yes, no) {
   $(id).textContent = ok ? yes : no;
@@ -186,7 +197,7 @@ function historyRow(c) {
   }
   const status = c.status.replace("_", " ");
   return el("tr", { "data-id": c.id, class: c.status },
-    el("td", { class: "num" }, String(c.id)),
+    el("td", { class: "num" }, String(c.id) + slotOf(c)),
     el("td", {}, el("span", { class: "pill " + c.status }, status)),
     el("td", { title: c.triggered_at }, c.triggered_at ? fmtClock(c.triggered_at) : "–"),
     el("td", { class: "num" }, c.ended_at ? fmtMS(c.duration_ms) : "–"),
@@ -202,7 +213,7 @@ function renderPartitions(job) {
   $("partitions").tBodies[0].replaceChildren(...(parts.length ? parts.map((p) => {
     const bar = el("div", { class: "lagbar" });
     bar.style.width = `${(100 * p.lag_records) / maxLag}%`;
-    return el("tr", {}, el("td", {}, p.topic), el("td", { class: "num" }, String(p.partition)),
+    return el("tr", {}, el("td", {}, p.topic), el("td", { class: "num" }, String(p.partition) + slotOf(p)),
       el("td", { class: "num" }, String(p.next_offset)), el("td", { class: "num" }, String(p.end_offset)),
       el("td", { class: "num" }, fmtCount(p.lag_records)), el("td", {}, bar));
   }) : [el("tr", {}, el("td", { colspan: 6, class: "muted" }, "No partition reported (not running, or the source does not tell its lag)."))]));
