@@ -75,10 +75,11 @@ func newRegistry() *prometheus.Registry {
 // listens. In group mode the process runs as one member of the job's
 // group (package group), its slots' jobs behind the same endpoints.
 func runJob(ctx context.Context, cfg *config.Job, log zerolog.Logger, reg *prometheus.Registry, started func(addr string)) error {
-	srvCfg, run := singleJob(cfg, log, reg)
+	process := singleJob
 	if cfg.Instances.Group() {
-		srvCfg, run = groupMember(cfg, log, reg)
+		process = groupMember
 	}
+	srvCfg, run := process(cfg, log, reg)
 	srvCfg.Addr, srvCfg.Log = cfg.HTTP.Addr, log
 	srv, err := httpapi.Start(srvCfg)
 	if err != nil {
