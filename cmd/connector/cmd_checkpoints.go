@@ -27,14 +27,15 @@ func init() {
 	})
 }
 
-const checkpointsUsage = `usage: connector checkpoints list --config FILE [--json]
-       connector checkpoints show --config FILE [ID]
+const checkpointsUsage = `usage: connector checkpoints list --config FILE [--slot K] [--json]
+       connector checkpoints show --config FILE [--slot K] [ID]
 
 list  prints every checkpoint on disk, oldest first, with its status
 show  prints checkpoint ID (default: the newest restorable one) as JSON
 
 The checkpoint store is locked while the job runs; ask the running job's
-HTTP API (GET /api/checkpoints) instead.
+HTTP API (GET /api/checkpoints) instead. In group mode (instances.mode:
+group) each slot has its own checkpoints: name the slot with --slot.
 `
 
 // runCheckpoints: connector checkpoints list|show ...
@@ -59,13 +60,14 @@ func runCheckpoints(_ context.Context, args []string, stdout, stderr io.Writer) 
 
 // runCheckpointsList: connector checkpoints list --config FILE [--json]
 func runCheckpointsList(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("checkpoints list", "--config FILE [--json]", stdout, stderr)
+	fs := newFlags("checkpoints list", "--config FILE [--slot K] [--json]", stdout, stderr)
 	path := configFlag(fs)
+	slot := slotFlag(fs)
 	asJSON := fs.Bool("json", false, "print a JSON array instead of a table")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
-	st, code, ok := openStore(*path, "list", stderr)
+	st, code, ok := openStore(*path, *slot, "list", stderr)
 	if !ok {
 		return code
 	}
@@ -87,8 +89,9 @@ func runCheckpointsList(args []string, stdout, stderr io.Writer) int {
 
 // runCheckpointsShow: connector checkpoints show --config FILE [ID]
 func runCheckpointsShow(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("checkpoints show", "--config FILE [ID]", stdout, stderr)
+	fs := newFlags("checkpoints show", "--config FILE [--slot K] [ID]", stdout, stderr)
 	path := configFlag(fs)
+	slot := slotFlag(fs)
 	idArg, code, ok := parseOneArg(fs, args)
 	if !ok {
 		return code
@@ -103,7 +106,7 @@ func runCheckpointsShow(args []string, stdout, stderr io.Writer) int {
 		}
 		id = checkpoint.ID(n)
 	}
-	st, code, ok := openStore(*path, "show", stderr)
+	st, code, ok := openStore(*path, *slot, "show", stderr)
 	if !ok {
 		return code
 	}
@@ -152,15 +155,18 @@ func parseOneArg(fs *flag.FlagSet, args []string) (arg string, code int, ok bool
 // openStore opens the checkpoint store of the job configured at path. It
 // returns a nil store, and ok, when the checkpoint dir does not exist: Open
 // would create it, and a read-only command should leave no trace.
-func openStore(path, sub string, stderr io.Writer) (st *store.Store, code int, ok bool) {
-	return openStoreFor(path, "connector checkpoints "+sub, "Stop it first, or ask the running job: GET http://%s/api/checkpoints", stderr)
+func openStore(path string, slot int, sub string, stderr io.Writer) (st *store.Store, code int, ok bool) {
+	return openStoreFor(path, slot, "connector checkpoints "+sub, "Stop it first, or ask the running job: GET http://%s/api/checkpoints", stderr)
 }
 
 // openStoreFor is openStore for command cmd, whose hint (given the job's
-// HTTP address) says what to do while the job runs.
-func openStoreFor(path, cmd, hint string, stderr io.Writer) (st *store.Store, code int, ok bool) {
+// HTTP address) says what to do while the job runs; slot is --slot.
+func openStoreFor(path string, slot int, cmd, hint string, stderr io.Writer) (st *store.Store, code int, ok bool) {
 	job, ok := loadJob(path, stderr)
 	if !ok {
+		return nil, exitUsage, false
+	}
+	if job, ok = jobOfSlot(job, slot, cmd, stderr); !ok {
 		return nil, exitUsage, false
 	}
 	dir := job.Checkpoint.Dir

@@ -305,3 +305,41 @@ func TestCheckpointsOfARunningJobFailFast(t *testing.T) {
 		t.Errorf("exit %d\nstdout %q\nstderr:\n%s\nwant stderr starting:\n%s", code, out, errOut, wantErr)
 	}
 }
+
+// TestCheckpointsOfAGroupModeJobAreASlots: in group mode each slot has its
+// checkpoints under checkpoint.dir/slot-<k>; list and show read the one
+// --slot names, and without it say so (exit 2), as --slot does in single
+// mode.
+func TestCheckpointsOfAGroupModeJobAreASlots(t *testing.T) {
+	config, ckptDir, stateDir := checkpointJob(t)
+	f, err := os.OpenFile(config, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString("instances: {mode: group, slots: 4}\n"); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	saveCheckpoints(t, filepath.Join(ckptDir, "slot-2"), filepath.Join(stateDir, "slot-2"))
+
+	code, out, errOut := call(t, "checkpoints", "list", "--config", config, "--slot", "2")
+	if code != 0 || !strings.Contains(out, "\n2   2026-03-01T12:00:02Z  3      1            200    ok") {
+		t.Errorf("list --slot 2: exit %d, out:\n%s%s", code, out, errOut)
+	}
+	if code, out, errOut = call(t, "checkpoints", "list", "--config", config, "--slot", "1"); code != 0 || strings.Contains(out, "ok") {
+		t.Errorf("list --slot 1 (no checkpoint): exit %d, out:\n%s%s", code, out, errOut)
+	}
+	if code, out, _ := call(t, "checkpoints", "show", "--config", config, "--slot", "2", "1"); code != 0 || !strings.Contains(out, `"id": 1`) {
+		t.Errorf("show --slot 2 1: exit %d, out:\n%s", code, out)
+	}
+	for _, args := range [][]string{{}, {"--slot", "4"}} {
+		code, _, errOut := call(t, append([]string{"checkpoints", "list", "--config", config}, args...)...)
+		if code != 2 || !strings.Contains(errOut, "runs in group mode: each of its 4 slots has its own checkpoints; name one with --slot (0 to 3)") {
+			t.Errorf("list %v: exit %d, stderr %q", args, code, errOut)
+		}
+	}
+	single, _, _ := checkpointJob(t)
+	if code, _, errOut := call(t, "checkpoints", "list", "--config", single, "--slot", "0"); code != 2 || !strings.Contains(errOut, "--slot is for a job with instances.mode: group") {
+		t.Errorf("--slot in single mode: exit %d, stderr %q", code, errOut)
+	}
+}

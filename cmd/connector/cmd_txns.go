@@ -24,12 +24,12 @@ func init() {
 	})
 }
 
-const txnsUsage = `usage: connector txns list   --config FILE [--json]
-       connector txns abort  --config FILE TXN_ID
-       connector txns commit --config FILE TXN_ID
+const txnsUsage = `usage: connector txns list   --config FILE [--slot K] [--json]
+       connector txns abort  --config FILE [--slot K] TXN_ID
+       connector txns commit --config FILE [--slot K] TXN_ID
 
 For a job with sink.type: kafka, stopped (its checkpoint dir is locked
-while it runs).
+while it runs); in group mode, one slot's job, named with --slot.
 
 list    every transactional id of the job the brokers know: state, producer
         id and epoch, age of the open transaction, and the completed
@@ -63,6 +63,7 @@ func runTxns(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	fs := newFlags("txns "+sub, "--config FILE [TXN_ID]", stdout, stderr)
 	path := configFlag(fs)
+	slot := slotFlag(fs)
 	asJSON := fs.Bool("json", false, "list: print a JSON array instead of a table")
 	id, code, ok := parseOneArg(fs, args[1:])
 	if !ok {
@@ -77,12 +78,15 @@ func runTxns(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return exitUsage
 	}
+	if job, ok = jobOfSlot(job, *slot, "connector txns "+sub, stderr); !ok {
+		return exitUsage
+	}
 	if job.Sink.Type != "kafka" {
 		fmt.Fprintf(stderr, "connector txns: %s: sink.type is %s: only a kafka sink has transactions\n", *path, job.Sink.Type)
 		return exitUsage
 	}
 	// The store's lock keeps the job from starting while this runs.
-	st, code, ok := openStoreFor(*path, "connector txns "+sub, "Stop it first (%s serves its metrics meanwhile).", stderr)
+	st, code, ok := openStoreFor(*path, *slot, "connector txns "+sub, "Stop it first (%s serves its metrics meanwhile).", stderr)
 	if !ok {
 		return code
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 
 	"github.com/connector-dev/connector/config"
+	"github.com/connector-dev/connector/group"
 )
 
 // newFlags returns a flag set for a command that does not exit; parse it
@@ -86,4 +87,28 @@ func loadJob(path string, stderr io.Writer) (job *config.Job, ok bool) {
 		return nil, false
 	}
 	return job, true
+}
+
+// slotFlag is --slot, for the commands that read one slot's checkpoints of
+// a job in group mode.
+func slotFlag(fs *flag.FlagSet) *int {
+	return fs.Int("slot", -1, "instances.mode: group: the `slot` whose checkpoints to read (0 to instances.slots-1)")
+}
+
+// jobOfSlot is the job cmd works on: job itself in single mode, the job of
+// slot in group mode (package group), which then needs --slot. ok false:
+// the problem is printed, exit with exitUsage.
+func jobOfSlot(job *config.Job, slot int, cmd string, stderr io.Writer) (*config.Job, bool) {
+	n := job.Instances.Slots
+	switch {
+	case !job.Instances.Group() && slot >= 0:
+		fmt.Fprintf(stderr, "%s: --slot is for a job with instances.mode: group; %s runs in %s mode\n", cmd, job.File(), job.Instances.Mode)
+		return nil, false
+	case !job.Instances.Group():
+		return job, true
+	case slot < 0 || slot >= n:
+		fmt.Fprintf(stderr, "%s: %s runs in group mode: each of its %d slots has its own checkpoints; name one with --slot (0 to %d)\n", cmd, job.File(), n, n-1)
+		return nil, false
+	}
+	return group.SlotConfig(job, slot), true
 }
