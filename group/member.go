@@ -42,6 +42,7 @@ type Member struct {
 	client  *kgo.Client   // nil until Run made it
 	fail    chan error    // a slot's job that failed for good
 	retired retired       // the counters of the slots it stopped
+	closing bool          // Run is stopping: no slot starts any more
 }
 
 // New prepares a member; cfg must be valid and in group mode.
@@ -93,8 +94,12 @@ func (m *Member) Run(ctx context.Context) error {
 	// Stop the slots before leaving, so that their final checkpoints are
 	// committed before anybody else is given them; leaving then hands
 	// them over at once (Close leaves; its revoke finds nothing left).
+	m.mu.Lock()
+	m.closing = true
+	m.mu.Unlock()
 	m.stopSlots(m.owned(), "stop")
 	cl.Close()
+	m.stopSlots(m.owned(), "stop") // none, unless a callback raced the first stop
 	m.log.Info().Msg("left the job's group")
 	return failure
 }
@@ -183,7 +188,7 @@ func (m *Member) owned() []int {
 func (m *Member) startSlot(k int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if _, ok := m.slots[k]; ok {
+	if _, ok := m.slots[k]; ok || m.closing {
 		return
 	}
 	s := newSlot(m, k)
