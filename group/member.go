@@ -150,8 +150,12 @@ func (m *Member) onAssigned(_ context.Context, _ *kgo.Client, assigned map[strin
 // onRevoked stops the slots a rebalance moves away, and returns only once
 // their final checkpoints are committed and their locks released.
 func (m *Member) onRevoked(_ context.Context, _ *kgo.Client, revoked map[string][]int32) {
+	ks := m.running(slotsOf(revoked[m.topic]))
+	if m.isClosing() && len(ks) == 0 {
+		return // leaving, the slots already stopped: not a rebalance
+	}
 	m.metrics.events.WithLabelValues("revoked").Inc()
-	if ks := slotsOf(revoked[m.topic]); len(ks) > 0 {
+	if len(ks) > 0 {
 		m.log.Info().Ints("slots", ks).Msg("slots revoked: stopping them with a final checkpoint")
 		m.stopSlots(ks, "revoked")
 	}
@@ -162,7 +166,7 @@ func (m *Member) onRevoked(_ context.Context, _ *kgo.Client, revoked map[string]
 // who wait for their locks.
 func (m *Member) onLost(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
 	m.metrics.events.WithLabelValues("lost").Inc()
-	if ks := slotsOf(lost[m.topic]); len(ks) > 0 {
+	if ks := m.running(slotsOf(lost[m.topic])); len(ks) > 0 {
 		m.log.Warn().Ints("slots", ks).Msg("slots lost (this member was dropped from the group): stopping them")
 		m.stopSlots(ks, "lost")
 	}
@@ -175,6 +179,19 @@ func slotsOf(ps []int32) []int {
 	}
 	slices.Sort(ks)
 	return ks
+}
+
+// running keeps of ks the slots this member runs (or is stopping).
+func (m *Member) running(ks []int) []int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.DeleteFunc(ks, func(k int) bool { return m.slots[k] == nil })
+}
+
+func (m *Member) isClosing() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.closing
 }
 
 // owned lists the slots this member runs, sorted.
