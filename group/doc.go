@@ -43,8 +43,11 @@
 // job takes its final checkpoint, commits it to the sink and the offsets
 // to the slot's group, and returns; then the lock is released, and only
 // then does the callback return and the rebalance go on. Stop (SIGTERM)
-// stops every slot the same way, then leaves the group, so that the
-// others take the slots at once rather than after the session timeout.
+// starts every slot's final checkpoint and leaves the group at once,
+// without waiting for them: the others are given the slots in the next
+// rebalance (not after the session timeout), and each new owner takes its
+// slot as soon as that slot's lock is released, so a slot's stall is its
+// own final checkpoint, not the slowest slot's.
 //
 // # Fencing
 //

@@ -91,15 +91,19 @@ func (m *Member) Run(ctx context.Context) error {
 	case failure = <-m.fail:
 		m.log.Error().Err(failure).Msg("a slot failed: stopping every slot and leaving the group")
 	}
-	// Stop the slots before leaving, so that their final checkpoints are
-	// committed before anybody else is given them; leaving then hands
-	// them over at once (Close leaves; its revoke finds nothing left).
+	// Every slot starts its final checkpoint, and the member leaves the
+	// group at once, without waiting for them (Close's revoke returns
+	// at once): the others are given the slots meanwhile, and each new
+	// owner takes its slot as soon as its lock is released, so a slot
+	// waits for its own final checkpoint, not for the slowest one's.
 	m.mu.Lock()
 	m.closing = true
+	for _, s := range m.slots {
+		s.cancel()
+	}
 	m.mu.Unlock()
-	m.stopSlots(m.owned(), "stop")
 	cl.Close()
-	m.stopSlots(m.owned(), "stop") // none, unless a callback raced the first stop
+	m.stopSlots(m.owned(), "stop")
 	m.log.Info().Msg("left the job's group")
 	return failure
 }
@@ -150,10 +154,10 @@ func (m *Member) onAssigned(_ context.Context, _ *kgo.Client, assigned map[strin
 // onRevoked stops the slots a rebalance moves away, and returns only once
 // their final checkpoints are committed and their locks released.
 func (m *Member) onRevoked(_ context.Context, _ *kgo.Client, revoked map[string][]int32) {
-	ks := m.running(slotsOf(revoked[m.topic]))
-	if m.isClosing() && len(ks) == 0 {
-		return // leaving, the slots already stopped: not a rebalance
+	if m.isClosing() {
+		return // leaving (Run stops the slots): not a rebalance
 	}
+	ks := m.running(slotsOf(revoked[m.topic]))
 	m.metrics.events.WithLabelValues("revoked").Inc()
 	if len(ks) > 0 {
 		m.log.Info().Ints("slots", ks).Msg("slots revoked: stopping them with a final checkpoint")
