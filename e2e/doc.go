@@ -20,6 +20,12 @@
 // producer_test.go and the *_helpers_test.go files; each other test file is
 // one scenario.
 //
+// The group-mode scenarios (group_test.go) run several processes of one
+// job side by side (instances.mode: group), sharing its directories as
+// the processes of one host would; group_helpers_test.go reads what each
+// member says on /api/job, group_stall_helpers_test.go times the slots'
+// handovers from their log lines.
+//
 // Scenarios that need broker settings the shared broker must not have
 // (short transaction timeouts, an authorizer) or stop a broker start a
 // second Apache Kafka broker themselves with scripts/kafka (instance

@@ -139,7 +139,8 @@ type jobSpec struct {
 }
 
 // job is one connector job: a topic, a working directory and the runs
-// (processes) started on them, one at a time. Every run gets a fresh config
+// (processes) started on them, one at a time (side by side in group mode:
+// group_helpers_test.go). Every run gets a fresh config
 // file (only http.addr changes, unless the test changed the job's spec), a
 // fresh port and its own log files. The processes are SIGKILLed when the
 // test ends; if it failed, the tails of the last runs' stderr are printed.

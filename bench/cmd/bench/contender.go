@@ -50,6 +50,10 @@ type spec struct {
 	// sinkConfig, if set, is the connector's sink: section (its lines
 	// after the first indented by two spaces).
 	sinkConfig string
+	// processes, if not 0, runs the connector in group mode (group.go):
+	// this many processes with one config share the job's groupSlots
+	// slots; parallelism is then each slot's.
+	processes int
 }
 
 // result is what one run measured.
@@ -131,6 +135,20 @@ type result struct {
 	FileMinBytes int64   `json:"file_min_bytes,omitempty"`
 	FileMaxBytes int64   `json:"file_max_bytes,omitempty"`
 
+	// Group mode (group.go): the processes and slots, and from the
+	// processes' logs up to the drain's end, the slots a rebalance moved
+	// (released as "revoked", or "lost"), the longest of those releases (stop asked
+	// to final checkpoint committed and lock released), the longest time
+	// from a slot's assignment to its job ready, and when the last slot
+	// became ready (seconds after the first process started). CPU and
+	// PeakRSSMB are then sums over the processes (each one's own peak).
+	Processes    int     `json:"processes,omitempty"`
+	Slots        int     `json:"slots,omitempty"`
+	Revoked      int     `json:"slots_revoked,omitempty"`
+	ReleaseMaxMs float64 `json:"release_max_ms,omitempty"`
+	ReadyMaxMs   float64 `json:"ready_max_ms,omitempty"`
+	LastReady    float64 `json:"last_ready_s,omitempty"`
+
 	Attempts int `json:"attempts,omitempty"` // runs made (see steadyDrain)
 	// Runs is how many runs the reported (median) one was chosen from;
 	// RangeMin and RangeMax the range of records/s (recovery: seconds).
@@ -167,8 +185,12 @@ func (r *result) otherCores() float64 {
 }
 
 func newResult(s spec, dir string) *result {
-	return &result{Section: s.section, Name: s.name, Label: s.label, Kind: s.kind, Topic: s.topic,
-		Parallelism: s.parallelism, DedupKeys: s.keys, Dir: dir}
+	r := &result{Section: s.section, Name: s.name, Label: s.label, Kind: s.kind, Topic: s.topic,
+		Parallelism: s.parallelism, DedupKeys: s.keys, Dir: dir, Processes: s.processes}
+	if s.processes > 0 {
+		r.Slots = groupSlots
+	}
+	return r
 }
 
 // runDir makes a fresh directory for one run.
@@ -310,7 +332,7 @@ func connectorConfig(s spec, dir, addr string) string {
 		transforms = fmt.Sprintf("[{type: dedup, key: %s, ttl: %s}]", s.dedupKey, dedupTTL(s))
 		keyBy = s.dedupKey
 	}
-	name := "bench-" + strings.ReplaceAll(filepath.Base(dir), ".", "-")
+	name := jobName(dir)
 	// Rolled at every checkpoint, as the Flink contender's FileSink row
 	// format (OnCheckpointRollingPolicy) and as the file sink did before
 	// files spanned checkpoints: the drains compare the same work, and
@@ -327,6 +349,10 @@ func connectorConfig(s spec, dir, addr string) string {
 	}
 	if s.sinkConfig != "" {
 		sink = s.sinkConfig
+	}
+	instances := ""
+	if s.processes > 0 {
+		instances = fmt.Sprintf("instances:\n  mode: group\n  slots: %d\n  session_timeout: %s\n", groupSlots, groupSessionTimeout)
 	}
 	return fmt.Sprintf(`# written by bench/cmd/bench for %q
 name: %s
@@ -354,9 +380,9 @@ sink:
   %s
 http:
   addr: %s
-`, s.label, name, "${KAFKA_BROKERS}", s.topic.Name, name, s.interval, s.mode,
+%s`, s.label, name, "${KAFKA_BROKERS}", s.topic.Name, name, s.interval, s.mode,
 		filepath.Join(dir, "data", "checkpoints"), filepath.Join(dir, "data", "state"),
-		s.parallelism, keyBy, transforms, sink, addr)
+		s.parallelism, keyBy, transforms, sink, addr, instances)
 }
 
 var addrLine = regexp.MustCompile(`(?m)^  addr: .*$`)
@@ -453,6 +479,9 @@ func (b *bench) drain(s spec) *result {
 	}
 	if s.s3 {
 		return b.s3Drain(s)
+	}
+	if s.processes > 0 {
+		return b.groupDrain(s)
 	}
 	dir, r, ok := b.begin(s)
 	if !ok {

@@ -89,7 +89,8 @@ func (b *bench) createTopic(topic string) error {
 	}
 }
 
-// deleteTopics deletes the bench's own topics (k2kPrefix, pgPrefix), logging failures.
+// deleteTopics deletes the bench's own topics (k2kPrefix, pgPrefix, and
+// the group contenders' slot topics), logging failures.
 func (b *bench) deleteTopics(topics ...string) {
 	_, adm, err := b.kafka()
 	if err != nil {
@@ -99,8 +100,9 @@ func (b *bench) deleteTopics(topics ...string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(b.ctx), 30*time.Second)
 	defer cancel()
 	for _, t := range topics {
-		if !strings.HasPrefix(t, k2kPrefix+"-") && !strings.HasPrefix(t, pgPrefix+"-") {
-			panic("bench deletes only topics named " + k2kPrefix + "-* or " + pgPrefix + "-*, not " + t)
+		slots := strings.HasPrefix(t, groupPrefix) && strings.HasSuffix(t, ".slots")
+		if !strings.HasPrefix(t, k2kPrefix+"-") && !strings.HasPrefix(t, pgPrefix+"-") && !slots {
+			panic("bench deletes only topics named " + k2kPrefix + "-*, " + pgPrefix + "-* or " + groupPrefix + "*.slots, not " + t)
 		}
 	}
 	res, err := adm.DeleteTopics(ctx, topics...)

@@ -35,6 +35,7 @@ import (
 // experiments, in the order they run; --only takes these names.
 var experimentNames = []string{
 	"raw", "connector-eo", "connector-alo", "connector-off", "connector-dedup", "flink", "flink-dedup",
+	"connector-group-1", "connector-group-2", "connector-group-3",
 	"recovery", "scaling-p", "scaling-state",
 	"raw-k2k", "connector-k2k", "flink-k2k", "raw-k2k-txn",
 	"pg-copy", "connector-pg", "connector-pg-upsert", "kconnect-jdbc",
@@ -58,6 +59,7 @@ type options struct {
 	largeRecords   int64  // records of the 1 KB topic
 	keysRecords    int64  // records of the topic for the 10M-key state run
 	parallelism    int
+	groupP         int // each slot's parallelism in the group contenders
 	scalingP       []int
 	sizes          []int
 	only           map[string]bool
@@ -110,6 +112,7 @@ func main() {
 	flag.Int64Var(&o.largeRecords, "large-records", 1_000_000, "records in the ~1 KB topic")
 	flag.Int64Var(&o.keysRecords, "keys-records", 10_000_000, "records (and distinct keys) of the largest state-scaling run")
 	flag.IntVar(&o.parallelism, "parallelism", 2, "parallelism of the connector and Flink")
+	flag.IntVar(&o.groupP, "group-parallelism", 1, "connector-group-*: each slot's pipeline.parallelism (a slot holds one partition of the load's topics)")
 	flag.StringVar(&scalingP, "scaling-parallelism", "1,2,4", "parallelisms of the scaling run")
 	flag.StringVar(&sizes, "sizes", "100,1000", "record sizes of the drain runs: 100 and/or 1000")
 	flag.StringVar(&only, "only", "", "comma-separated experiments to run (default all): "+strings.Join(experimentNames, ","))
@@ -192,6 +195,9 @@ func main() {
 		}
 		o.only[n] = true
 	}
+	if o.groupP < 1 {
+		fatal(fmt.Errorf("--group-parallelism: %d is not a positive number", o.groupP))
+	}
 	if o.flinkParquetTo != "s3" && o.flinkParquetTo != "local" {
 		fatal(fmt.Errorf("--flink-parquet-to: %q is neither s3 nor local", o.flinkParquetTo))
 	}
@@ -247,7 +253,7 @@ func ints(s string) ([]int, error) {
 }
 
 func (o *options) wants(name string) bool {
-	if name == "raw-k2k-txn" || slices.Contains(pgNames, name) || slices.Contains(s3Names, name) {
+	if name == "raw-k2k-txn" || slices.Contains(pgNames, name) || slices.Contains(s3Names, name) || slices.Contains(groupNames, name) {
 		return o.only[name] // only when named
 	}
 	return len(o.only) == 0 || o.only[name]
@@ -296,7 +302,8 @@ func (b *bench) loadLayout(n int64, size int, prefix, layout string) (topic, err
 
 func (b *bench) run() error {
 	o := &b.o
-	drains := []string{"raw", "connector-eo", "connector-alo", "connector-off", "connector-dedup", "flink", "flink-dedup"}
+	drains := []string{"raw", "connector-eo", "connector-group-1", "connector-group-2", "connector-group-3",
+		"connector-alo", "connector-off", "connector-dedup", "flink", "flink-dedup"}
 	needMain := o.wants("recovery") || o.wants("scaling-p") || o.wants("scaling-state")
 	needLarge := false
 	for _, n := range drains {
@@ -345,6 +352,10 @@ func (b *bench) run() error {
 				s.kind, s.label = "raw", "raw franz-go (read, discard)"
 			case "connector-eo":
 				s.kind, s.label, s.mode, s.interval = "connector", "connector exactly-once 1s", "exactly_once", time.Second
+			case "connector-group-1", "connector-group-2", "connector-group-3":
+				n, _ := strconv.Atoi(strings.TrimPrefix(name, "connector-group-"))
+				s.kind, s.mode, s.interval, s.processes, s.parallelism = "connector", "exactly_once", time.Second, n, o.groupP
+				s.label = fmt.Sprintf("connector EO 1s, group mode, %s (%d slots)", plural(n, "process", "processes"), groupSlots)
 			case "connector-alo":
 				s.kind, s.label, s.mode, s.interval = "connector", "connector at-least-once 1s", "at_least_once", time.Second
 			case "connector-off":

@@ -91,7 +91,7 @@ func ckpt(r *result, f func(float64) string, v float64) string {
 func (b *bench) writeMarkdown(w *strings.Builder) {
 	P, runs := b.o.parallelism, 1
 	for _, r := range b.results {
-		if strings.HasPrefix(r.Section, "drain") {
+		if strings.HasPrefix(r.Section, "drain") && r.Processes == 0 {
 			P = r.Parallelism
 		}
 		runs = max(runs, r.Runs)
@@ -141,6 +141,7 @@ func (b *bench) writeMarkdown(w *strings.Builder) {
 			fmt.Fprintln(w)
 		}
 	}
+	b.writeGroup(w)
 	if rs := b.in("recovery"); len(rs) > 0 {
 		fmt.Fprintf(w, "### Recovery: SIGKILL at 40%% of %s, restart from the last checkpoint\n\n", rs[0].Topic.Name)
 		fmt.Fprintln(w, "| contender | restart -> first record committed, s | range (runs) | output after the restart | peak RSS MiB (restarted) |")
@@ -188,6 +189,61 @@ func (b *bench) writeMarkdown(w *strings.Builder) {
 	b.writePG(w)
 	b.writeS3(w)
 	b.writeTargets(w)
+}
+
+// writeGroup writes, for each drain with group contenders, the single
+// process (connector-eo) beside them (group.go).
+func (b *bench) writeGroup(w *strings.Builder) {
+	for _, sec := range b.sections("drain") {
+		var rs []*result
+		for _, r := range b.in(sec) {
+			if r.Name == "connector-eo" || r.Processes > 0 {
+				rs = append(rs, r)
+			}
+		}
+		if len(rs) < 2 {
+			continue
+		}
+		single := find(rs, "connector-eo")
+		fmt.Fprintf(w, "### Group mode: %s (%s), the job in one process and shared by several\n\n", sec, rs[0].Topic.Name)
+		fmt.Fprintln(w, "CPU and peak RSS of a group row are sums over its processes (peak RSS: the sum of each process's own peak). "+
+			"Slots moved, release and assign -> ready are from the processes' logs (\"slot released\" why=revoked|lost, \"slot ready\") up to the drain's end.")
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "| contender | processes | slots x parallelism | records/s | range (runs) | x single | records/s written | CPU s / M records | records / CPU s | peak RSS MiB | files | checkpoints (all slots) | ckpt p50 ms | ckpt p99 ms | slots moved | longest release ms | longest assign -> ready ms | last slot ready s | start-up s | drain s | output | other CPU s |")
+		fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|--:|")
+		for _, r := range rs {
+			if r.Err != "" {
+				fmt.Fprintf(w, "| %s | failed: %s |%s\n", r.Label, r.Err, strings.Repeat("|", 20))
+				continue
+			}
+			procs, slots := "1 (single mode)", fmt.Sprintf("- x %d", r.Parallelism)
+			if r.Processes > 0 {
+				procs, slots = fmt.Sprint(r.Processes), fmt.Sprintf("%d x %d", r.Slots, r.Parallelism)
+			}
+			written, x, files := "-", "-", "-"
+			if r.WrittenPerS > 0 {
+				written = f0(r.WrittenPerS)
+			}
+			if single != nil && single.RecordsPerS > 0 {
+				x = fmt.Sprintf("%.2fx", r.RecordsPerS/single.RecordsPerS)
+			}
+			if r.Check != nil {
+				files = fmt.Sprint(r.Check.Files)
+			}
+			moved, release, ready, last := "-", "-", "-", "-"
+			if r.Processes > 0 {
+				moved, ready, last = fmt.Sprint(r.Revoked), f0(r.ReadyMaxMs), f2(r.LastReady)
+				if r.Revoked > 0 {
+					release = f0(r.ReleaseMaxMs)
+				}
+			}
+			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+				r.Label, procs, slots, f0(r.RecordsPerS), spread(r, human), x, written, f2(r.CPUPerM), f0(r.RecPerCPU), f0(r.PeakRSSMB),
+				files, ckptCount(r), ckpt(r, f0, r.CkptP50), ckpt(r, f0, r.CkptP99), moved, release, ready, last,
+				f2(r.Startup), f2(r.Drain), r.Verified, f1(r.OtherCPU))
+		}
+		fmt.Fprintln(w)
+	}
 }
 
 // writePG writes the Kafka-to-PostgreSQL tables (pg.go).
@@ -402,6 +458,8 @@ func shortLabel(r *result) string {
 		return "connector off"
 	case "connector-dedup":
 		return "conn. EO+dedup"
+	case "connector-group-1", "connector-group-2", "connector-group-3":
+		return "group x" + strings.TrimPrefix(r.Name, "connector-group-")
 	case "flink":
 		return "Flink EO"
 	case "flink-dedup":
