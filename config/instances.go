@@ -91,6 +91,9 @@ func (j *Job) validateInstances(p *Problems) {
 	if len(j.Name) > maxNameLen-slotSuffixLen {
 		p.Add("name", "is longer than %d characters: with instances.mode: group each slot is a job named <name>.slot-<k>", maxNameLen-slotSuffixLen)
 	}
+	if t := j.Source.Type; t != "" && t != "kafka" {
+		p.Add("source.type", "%q: instances.mode: group splits the kafka source's partitions into slots; other sources cannot be shared yet", t)
+	}
 	if j.Checkpoint.Storage != "" {
 		p.Add("checkpoint.storage", "%q: instances.mode: group fences a slot's owner by a lock in checkpoint.dir, which object storage has no equivalent of yet; share checkpoint.dir and state.dir between the processes instead (a shared filesystem)", j.Checkpoint.Storage)
 	}

@@ -111,8 +111,10 @@ func (m *Member) Info() Info {
 	switch {
 	case len(states) == 1:
 		in.State = in.Owned[0].State // every slot says the same
-	case len(states) > 1 && states["running"]:
+	case states["running"]:
 		in.State = "running" // some still start, stop or wait: Owned says which
+	case len(states) > 1:
+		in.State = stateStarting // none runs yet: Owned says what each does
 	}
 	slices.SortFunc(in.Partitions, func(a, b pipeline.PartitionInfo) int {
 		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))

@@ -2,6 +2,7 @@ package group
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/connector-dev/connector/config"
@@ -104,6 +106,12 @@ func (m *Member) Run(ctx context.Context) error {
 	m.mu.Unlock()
 	cl.Close()
 	m.stopSlots(m.owned(), "stop")
+	if failure == nil {
+		select {
+		case failure = <-m.fail: // a slot whose final checkpoint failed
+		default:
+		}
+	}
 	m.log.Info().Msg("left the job's group")
 	return failure
 }
@@ -123,6 +131,7 @@ func (m *Member) clientOpts() []kgo.Opt {
 		kgo.OnPartitionsAssigned(m.onAssigned),
 		kgo.OnPartitionsRevoked(m.onRevoked),
 		kgo.OnPartitionsLost(m.onLost),
+		kgo.WithHooks(m),
 	)
 	if in.Protocol == config.GroupConsumer {
 		opts = append(opts, kgo.ServerSideBalancer())
@@ -157,9 +166,10 @@ func (m *Member) onRevoked(_ context.Context, _ *kgo.Client, revoked map[string]
 	if m.isClosing() {
 		return // leaving (Run stops the slots): not a rebalance
 	}
-	ks := m.running(slotsOf(revoked[m.topic]))
-	m.metrics.events.WithLabelValues("revoked").Inc()
-	if len(ks) > 0 {
+	// franz-go calls it at the end of every session too, with nothing:
+	// only a revocation of slots counts.
+	if ks := m.running(slotsOf(revoked[m.topic])); len(ks) > 0 {
+		m.metrics.events.WithLabelValues("revoked").Inc()
 		m.log.Info().Ints("slots", ks).Msg("slots revoked: stopping them with a final checkpoint")
 		m.stopSlots(ks, "revoked")
 	}
@@ -169,8 +179,8 @@ func (m *Member) onRevoked(_ context.Context, _ *kgo.Client, revoked map[string]
 // past the session timeout), and may have given them to others already,
 // who wait for their locks.
 func (m *Member) onLost(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
-	m.metrics.events.WithLabelValues("lost").Inc()
 	if ks := m.running(slotsOf(lost[m.topic])); len(ks) > 0 {
+		m.metrics.events.WithLabelValues("lost").Inc()
 		m.log.Warn().Ints("slots", ks).Msg("slots lost (this member was dropped from the group): stopping them")
 		m.stopSlots(ks, "lost")
 	}
@@ -250,9 +260,26 @@ func (m *Member) stopSlots(ks []int, why string) {
 }
 
 // failed reports a slot's job that failed for good; Run then stops.
-func (m *Member) failed(k int, err error) {
+func (m *Member) failed(k int, err error) { m.failWith(fmt.Errorf("slot %d: %w", k, err)) }
+
+// failWith makes Run stop with err (the first such error wins).
+func (m *Member) failWith(err error) {
 	select {
-	case m.fail <- fmt.Errorf("slot %d: %w", k, err):
-	default: // another slot's failure is already on its way
+	case m.fail <- err:
+	default: // another failure is already on its way
+	}
+}
+
+// OnGroupManageError is franz-go's hook (kgo.HookGroupManageError): the
+// group refusing this member for good (no right to the group, a session
+// timeout the broker does not allow) ends Run, classed
+// kafkaclient.ErrMisconfigured; franz-go retries the others.
+func (m *Member) OnGroupManageError(err error) {
+	for _, fatal := range []error{kerr.GroupAuthorizationFailed, kerr.InvalidSessionTimeout, kerr.TopicAuthorizationFailed, kerr.GroupMaxSizeReached} {
+		if errors.Is(err, fatal) {
+			m.failWith(fmt.Errorf("%w: the group %s refused this member: %w (instances.session_timeout %v must lie within the broker's group.min/max.session.timeout.ms; the principal needs READ on the group and DESCRIBE on the topic %s)",
+				kafkaclient.ErrMisconfigured, m.topic, err, m.cfg.Instances.SessionTimeout, m.topic))
+			return
+		}
 	}
 }

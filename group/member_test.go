@@ -344,3 +344,21 @@ func TestSlotConfigGivesEverySlotItsOwnIdentity(t *testing.T) {
 		t.Errorf("slot 3 of 8: group %s, owns 11: %v, owns 12: %v", sl.Group("g"), sl.Owns(11), sl.Owns(12))
 	}
 }
+
+func TestASingleModeProcessIsRefusedTheDirectoriesOfAGroup(t *testing.T) {
+	cfg := groupConfig(t, kafkatest.Brokers{Addrs: []string{"127.0.0.1:1"}}, "t", t.TempDir(), 4)
+	single := *cfg
+	single.Instances.Mode = config.InstancesSingle
+	if err := RefuseSingle(&single); err != nil {
+		t.Fatalf("before any slot ran: %v", err)
+	}
+	for _, d := range []string{"slot-2", "slot-10", "slot-x"} {
+		if err := os.MkdirAll(filepath.Join(cfg.Checkpoint.Dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := RefuseSingle(&single)
+	if !errors.Is(err, ErrRanInGroupMode) || !strings.Contains(err.Error(), "(slot-10, slot-2)") || !strings.Contains(err.Error(), "run it with instances.mode: group") {
+		t.Fatalf("RefuseSingle = %v, want ErrRanInGroupMode naming slot-10 and slot-2 only", err)
+	}
+}

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -91,8 +93,8 @@ func (s *slot) run() {
 	err = job.Run(s.ctx)
 	switch {
 	case err == nil:
-	case s.ctx.Err() != nil:
-		// Stopping: the next owner restores the last completed
+	case s.ctx.Err() != nil && !s.m.isClosing():
+		// Handed over: the next owner restores the last completed
 		// checkpoint, and the sinks' recovery settles the rest.
 		s.log.Warn().Err(err).Msg("the slot's job ended with an error while it was stopped")
 	default:
@@ -109,7 +111,7 @@ const lockRetry = 100 * time.Millisecond
 func (s *slot) lock() (io.Closer, error) {
 	name := lockPath(s.m.cfg, s.k)
 	if err := fsutil.MkdirAll(vfs.Default, filepath.Dir(name)); err != nil {
-		return nil, fmt.Errorf("slot %d: %w", s.k, err)
+		return nil, err
 	}
 	t := time.NewTicker(lockRetry)
 	defer t.Stop()
@@ -120,7 +122,7 @@ func (s *slot) lock() (io.Closer, error) {
 			return l, nil
 		}
 		if !errors.Is(err, store.ErrLocked) {
-			return nil, fmt.Errorf("slot %d: %w", s.k, err)
+			return nil, err
 		}
 		if !s.waiting.Swap(true) {
 			s.log.Info().Str("lock", name).Msg("waiting for the slot's previous owner to release it (still stopping it, or paused)")
@@ -173,6 +175,32 @@ func (s *slot) state() string {
 	case s.job.Load() == nil:
 		return "waiting for its lock"
 	default:
-		return s.job.Load().Info().State
+		return s.job.Load().State()
 	}
+}
+
+// ErrRanInGroupMode: a single-mode process was started on the directories
+// of a job that ran in group mode.
+var ErrRanInGroupMode = errors.New("the job ran in group mode on these directories")
+
+// RefuseSingle returns an error classed ErrRanInGroupMode when
+// checkpoint.dir holds slots of the job (it ran in group mode): a
+// single-mode process would restore its own older checkpoint, or none,
+// and write again what the slots wrote since.
+func RefuseSingle(j *config.Job) error {
+	entries, err := os.ReadDir(j.Checkpoint.Dir)
+	if err != nil {
+		return nil // none yet (or unreadable: the store says so)
+	}
+	var slots []string
+	for _, e := range entries {
+		if k, ok := strings.CutPrefix(e.Name(), "slot-"); ok && e.IsDir() && k != "" && strings.Trim(k, "0123456789") == "" {
+			slots = append(slots, e.Name())
+		}
+	}
+	if len(slots) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: checkpoint.dir %s holds its slots (%s): run it with instances.mode: group, or give a single-mode job directories of its own (restoring its own older checkpoint, it would write again what the slots wrote since)",
+		ErrRanInGroupMode, j.Checkpoint.Dir, strings.Join(slots, ", "))
 }

@@ -33,10 +33,13 @@ func (m *Member) ensureTopic(ctx context.Context) error {
 	backoff := 100 * time.Millisecond
 	for {
 		err := m.ensureTopicOnce(ctx, adm)
-		if err == nil || ctx.Err() != nil || errors.Is(err, kafkaclient.ErrMisconfigured) {
+		switch {
+		case ctx.Err() != nil:
+			return nil // stopped while starting: not a failure
+		case err == nil || errors.Is(err, kafkaclient.ErrMisconfigured):
 			return err
 		}
-		m.log.Warn().Err(err).Dur("backoff", backoff).Msg("cannot reach the brokers to set up the job's slot topic; retrying")
+		m.log.Warn().Err(err).Dur("backoff", backoff).Msg("cannot set up the job's slot topic yet (brokers unreachable or busy); retrying")
 		select {
 		case <-ctx.Done():
 			return nil
@@ -63,22 +66,39 @@ func (m *Member) ensureTopicOnce(ctx context.Context, adm *kadm.Client) error {
 		return nil
 	case errors.Is(err, kerr.TopicAlreadyExists):
 	case errors.Is(err, kerr.TopicAuthorizationFailed) || errors.Is(err, kerr.ClusterAuthorizationFailed):
+		// Kafka refuses a creation without the right even when the topic
+		// exists: one an administrator made will do.
+		if d, derr := m.describeTopic(ctx, adm); derr == nil && d.Err == nil && len(d.Partitions) > 0 {
+			break
+		}
 		return fmt.Errorf("%w: creating the job's slot topic %s (%d partitions, one per slot) was refused: %w; create it, or grant CREATE",
 			kafkaclient.ErrMisconfigured, m.topic, want, err)
 	default:
 		return fmt.Errorf("create the slot topic %s: %w", m.topic, err)
 	}
-	details, err := adm.ListTopics(ctx, m.topic)
+	d, err := m.describeTopic(ctx, adm)
+	if err == nil {
+		err = d.Err
+	}
 	if err != nil {
 		return fmt.Errorf("describe the slot topic %s: %w", m.topic, err)
-	}
-	d, ok := details[m.topic]
-	if !ok || d.Err != nil {
-		return fmt.Errorf("describe the slot topic %s: %v", m.topic, d.Err)
 	}
 	if got := int32(len(d.Partitions)); got != want {
 		return fmt.Errorf("%w: %w: instances.slots is %d, but the job's slot topic %s has %d partitions: each slot's checkpoints hold its partitions, so the count cannot change (set it back to %d)",
 			kafkaclient.ErrMisconfigured, ErrSlotsChanged, want, m.topic, got, got)
 	}
 	return nil
+}
+
+// describeTopic lists the slot topic's partitions.
+func (m *Member) describeTopic(ctx context.Context, adm *kadm.Client) (kadm.TopicDetail, error) {
+	details, err := adm.ListTopics(ctx, m.topic)
+	if err != nil {
+		return kadm.TopicDetail{}, err
+	}
+	d, ok := details[m.topic]
+	if !ok {
+		return kadm.TopicDetail{}, fmt.Errorf("the brokers do not list it")
+	}
+	return d, nil
 }

@@ -86,6 +86,21 @@ const (
 	stateStopped    = "stopped"  // Run returned
 )
 
+// State is JobInfo.State, alone (cheap); safe from any goroutine.
+func (j *Job) State() string {
+	switch {
+	case j.stopped.Load():
+		return stateStopped
+	case j.stopping.Load():
+		return stateStopping
+	case j.health.running.Load():
+		return stateRunning
+	case counterValue(j.metrics.restarts) > 0:
+		return stateRestarting
+	}
+	return stateStarting
+}
+
 // Info returns what /api/job shows. Safe from any goroutine, at any time
 // (before, during and after Run); it takes a few locks and allocates, so
 // it suits a status page, not a hot path.
@@ -93,7 +108,7 @@ func (j *Job) Info() JobInfo {
 	now := time.Now()
 	info := JobInfo{
 		Name:            j.cfg.Name,
-		State:           stateStarting,
+		State:           j.State(),
 		At:              now.UTC(),
 		StartedAt:       processStart.UTC(),
 		UptimeSeconds:   now.Sub(processStart).Seconds(),
@@ -102,16 +117,6 @@ func (j *Job) Info() JobInfo {
 		RecordsOutTotal: int64(counterValue(j.metrics.recordsOut)),
 		Partitions:      []PartitionInfo{},
 		LastCompleted:   j.last.Load(),
-	}
-	switch {
-	case j.stopped.Load():
-		info.State = stateStopped
-	case j.stopping.Load():
-		info.State = stateStopping
-	case j.health.running.Load():
-		info.State = stateRunning
-	case info.Restarts > 0:
-		info.State = stateRestarting
 	}
 	for _, l := range j.metrics.attempt.currentLag() {
 		info.Partitions = append(info.Partitions, PartitionInfo{Topic: l.Topic, Partition: l.Partition, LagRecords: l.Records, NextOffset: l.Next, EndOffset: l.End})

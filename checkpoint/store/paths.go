@@ -14,6 +14,8 @@ const (
 	metaSuffix = ".meta"
 	tmpSuffix  = ".tmp"
 	lockName   = "LOCK"
+	// modeLockName is LockMode's file: single or group mode (mode_unix.go).
+	modeLockName = "MODE"
 )
 
 // metaName is the file name of checkpoint id's metadata. The id is

@@ -135,7 +135,7 @@ func (s *Store) removeTemps() error {
 	for _, name := range names {
 		id, tmp, ok := parseName(name)
 		if !ok {
-			if name != lockName {
+			if name != lockName && name != modeLockName {
 				s.log.Warn().Str("file", name).Msg("ignoring a file that is not a checkpoint of this store (a name it never writes, or an id above any it can reach)")
 			}
 			continue

@@ -11,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/connector-dev/connector/checkpoint/s3storage"
+	"github.com/connector-dev/connector/checkpoint/store"
 	"github.com/connector-dev/connector/config"
 	"github.com/connector-dev/connector/group"
 	"github.com/connector-dev/connector/internal/crashpoint"
@@ -75,9 +76,17 @@ func newRegistry() *prometheus.Registry {
 // listens. In group mode the process runs as one member of the job's
 // group (package group), its slots' jobs behind the same endpoints.
 func runJob(ctx context.Context, cfg *config.Job, log zerolog.Logger, reg *prometheus.Registry, started func(addr string)) error {
+	// One job's processes all run in one mode on one checkpoint.dir.
+	mode, err := store.LockMode(cfg.Checkpoint.Dir, cfg.Instances.Group())
+	if err != nil {
+		return err
+	}
+	defer mode.Close()
 	process := singleJob
 	if cfg.Instances.Group() {
 		process = groupMember
+	} else if err := group.RefuseSingle(cfg); err != nil {
+		return err
 	}
 	srvCfg, run := process(cfg, log, reg)
 	srvCfg.Addr, srvCfg.Log = cfg.HTTP.Addr, log

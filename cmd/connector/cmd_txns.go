@@ -61,7 +61,7 @@ func runTxns(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, txnsUsage)
 		return exitUsage
 	}
-	fs := newFlags("txns "+sub, "--config FILE [TXN_ID]", stdout, stderr)
+	fs := newFlags("txns "+sub, "--config FILE [--slot K] [TXN_ID]", stdout, stderr)
 	path := configFlag(fs)
 	slot := slotFlag(fs)
 	asJSON := fs.Bool("json", false, "list: print a JSON array instead of a table")
