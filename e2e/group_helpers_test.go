@@ -28,7 +28,8 @@ import (
 // <name>.slot-<k>. The helpers start and stop members, read what each says
 // on /api/job, wait until the group settled (every slot running on one
 // member) and pause a member past its session timeout;
-// group_stall_helpers_test.go times the handovers.
+// group_stall_helpers_test.go times the handovers, and
+// group_sinks_test.go has the PostgreSQL and S3 sinks' readers and checks.
 
 // groupSession is instances.session_timeout of the group tests: the least
 // the broker allows by default (group.min.session.timeout.ms), so that a

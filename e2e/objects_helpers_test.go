@@ -176,11 +176,23 @@ func s3Leftovers(t *testing.T, c s3test.Config, bucket, prefix string) []string 
 	return left
 }
 
-// s3Job makes a job whose sink is the s3 sink on a fresh bucket of the
-// test S3 server, in format (jsonl or parquet), with 5 MiB parts (the
-// least S3 takes) and objects rolled at the first checkpoint a second
-// after they opened; its output is read from the bucket.
+// s3Job makes a job whose sink is s3Sink's; its output is read from the
+// bucket.
 func s3Job(t *testing.T, b kafkatest.Brokers, spec jobSpec, format string) (*job, s3test.Config, string) {
+	snk, c, bucket := s3Sink(t, format)
+	spec.Sink = snk
+	j := newJob(t, b, spec)
+	j.out = newS3Output(t, c, bucket, "out/", format)
+	t.Logf("job %s writes %s objects to bucket %s of %s", j.name, format, bucket, c.Endpoint)
+	return j, c, bucket
+}
+
+// s3Sink makes a fresh bucket of the test S3 server and returns the
+// section of the s3 sink writing to it under out/, in format (jsonl or
+// parquet), with 5 MiB parts (the least S3 takes) and objects rolled at
+// the first checkpoint a second after they opened; and the server and
+// bucket.
+func s3Sink(t *testing.T, format string) (map[string]any, s3test.Config, string) {
 	c := s3test.Server(t)
 	bucket := s3test.Bucket(t, c)
 	snk := map[string]any{
@@ -191,9 +203,5 @@ func s3Job(t *testing.T, b kafkatest.Brokers, spec jobSpec, format string) (*job
 	if format == "parquet" {
 		snk["parquet"] = parquetSink()["parquet"]
 	}
-	spec.Sink = snk
-	j := newJob(t, b, spec)
-	j.out = newS3Output(t, c, bucket, "out/", format)
-	t.Logf("job %s writes %s objects to bucket %s of %s", j.name, format, bucket, c.Endpoint)
-	return j, c, bucket
+	return snk, c, bucket
 }

@@ -63,16 +63,23 @@ type pgJob struct {
 // defaults.
 func newPGJob(t *testing.T, b kafkatest.Brokers, spec jobSpec, dsn, table string, extra map[string]any) *pgJob {
 	t.Helper()
-	spec.Sink = map[string]any{
+	spec.Sink = pgSink(dsn, table, extra)
+	j := &pgJob{job: newJob(t, b, spec), dsn: dsn, table: table}
+	t.Logf("job %s writes to PostgreSQL table %s of %s, sink %v", j.name, table, pgDescribe(dsn), redactDSN(spec.Sink))
+	return j
+}
+
+// pgSink is the sink section of a job writing to table of dsn, its spool
+// dir spool/<job> in the job's directory, with extra written over it.
+func pgSink(dsn, table string, extra map[string]any) map[string]any {
+	snk := map[string]any{
 		"type":      "postgres",
 		"dsn":       dsn,
 		"table":     table,
 		"spool_dir": "spool", // relative: every run's working directory is the job's
 	}
-	maps.Copy(spec.Sink, extra)
-	j := &pgJob{job: newJob(t, b, spec), dsn: dsn, table: table}
-	t.Logf("job %s writes to PostgreSQL table %s of %s, sink %v", j.name, table, pgDescribe(dsn), redactDSN(spec.Sink))
-	return j
+	maps.Copy(snk, extra)
+	return snk
 }
 
 // redactDSN is the sink section without its password, for the log.
@@ -208,6 +215,14 @@ func (j *pgJob) rows() output {
 	})
 	return out
 }
+
+// pgTable is a job's table read as its visible output: the committed
+// rows, read in one query (a transaction the job still holds open is not
+// seen).
+type pgTable struct{ j *pgJob }
+
+func (r pgTable) read() (output, error)    { return r.j.rows(), nil }
+func (r pgTable) readAll() (output, error) { return r.j.rows(), nil }
 
 // present counts the distinct ids in [0, n) the table holds.
 func (j *pgJob) present(n int) int {

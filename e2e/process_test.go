@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -89,16 +90,36 @@ func environWithout(name string) []string {
 	return env
 }
 
-// freeAddr returns a loopback address whose port was free a moment ago.
+// handedOut holds every address freeAddr returned in this test binary.
+var handedOut struct {
+	sync.Mutex
+	addrs map[string]bool
+}
+
+// freeAddr returns a loopback address whose port was free a moment ago and
+// that it never returned before: the kernel may hand out the port of a run
+// that has not bound it yet again (members of a group start side by side).
 func freeAddr(t testing.TB) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("find a free port: %v", err)
+	handedOut.Lock()
+	defer handedOut.Unlock()
+	if handedOut.addrs == nil {
+		handedOut.addrs = map[string]bool{}
 	}
-	addr := l.Addr().String()
-	l.Close()
-	return addr
+	for range 100 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatalf("find a free port: %v", err)
+		}
+		addr := l.Addr().String()
+		l.Close()
+		if !handedOut.addrs[addr] {
+			handedOut.addrs[addr] = true
+			return addr
+		}
+	}
+	t.Fatalf("find a free port: 100 ports in a row were handed out before")
+	return ""
 }
 
 func (p *proc) exited() bool {
