@@ -68,7 +68,7 @@ func TestCompose(t *testing.T) {
 			file.Services["kafka"].Image, want)
 	}
 	p.env = []string{"CONNECTOR_COMPOSE_IMAGE=" + p.name, "CONNECTOR_COMPOSE_KAFKA_IMAGE=" + kafkaImage}
-	images := map[string]string{"kafka": kafkaImage, "producer": p.name, "connector": p.name}
+	images := map[string]string{"kafka": kafkaImage, "producer": p.name, "connector": p.name, "connector-group": p.name}
 	p.requireOnlyImagesReplaced(images)
 	t.Logf("Docker %s, docker-compose %s: project %s, images built in %v", engine, composeVersion, p.name, time.Since(t0).Round(time.Millisecond))
 
