@@ -95,6 +95,7 @@ type options struct {
 	s3PID          int
 	flinkParquetCP string
 	flinkParquetTo string
+	s3RollSize     int // bytes
 }
 
 func main() {
@@ -137,6 +138,7 @@ func main() {
 	flag.StringVar(&o.s3Region, "s3-region", cmp.Or(os.Getenv("S3_REGION"), "us-east-1"), "S3 experiments: the region (default $S3_REGION, else us-east-1)")
 	flag.IntVar(&o.s3PID, "s3-pid", 0, "S3 experiments: the `pid` of the S3 server, to measure its CPU")
 	flag.StringVar(&o.flinkParquetCP, "flink-parquet-classpath", "", "flink-parquet: class `path` of the Flink Parquet job (bench/flink jar and its dependencies with flink-parquet and flink-s3-fs-hadoop)")
+	flag.IntVar(&o.s3RollSize, "s3-roll-size-mib", 128, "S3 experiments: the connector's roll_size (s3 and file sinks) and raw-s3's object size, in MiB")
 	flag.StringVar(&o.flinkParquetTo, "flink-parquet-to", "s3", "flink-parquet: write to s3 (the bucket, through flink-s3-fs-hadoop) or local (files)")
 	pgRecords := flag.String("pg-records", "5000000", "PostgreSQL experiments: rows of each drain (a topic each)")
 	from := flag.String("from", "", "run nothing: report the results.json `file` of an earlier run again")
@@ -197,6 +199,9 @@ func main() {
 	}
 	if o.groupP < 1 {
 		fatal(fmt.Errorf("--group-parallelism: %d is not a positive number", o.groupP))
+	}
+	if o.s3RollSize < 5 {
+		fatal(fmt.Errorf("--s3-roll-size-mib: %d is less than S3's least part size (5)", o.s3RollSize))
 	}
 	if o.flinkParquetTo != "s3" && o.flinkParquetTo != "local" {
 		fatal(fmt.Errorf("--flink-parquet-to: %q is neither s3 nor local", o.flinkParquetTo))

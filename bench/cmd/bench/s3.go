@@ -29,7 +29,7 @@ import (
 //     the values as jsonl with minio-go multipart uploads (16 MiB parts,
 //     objects of 128 MiB), nothing else;
 //   - connector-s3-jsonl, connector-s3-parquet: the connector's s3 sink
-//     (part_size 16 MiB, roll_size 128 MiB, roll_age 5m), exactly-once
+//     (part_size 16 MiB, roll_size --s3-roll-size-mib (128 MiB), roll_age 5m), exactly-once
 //     checkpoints every second; parquet with the columns of the values
 //     (s3Columns), zstd;
 //   - connector-file-parquet: the file sink with the same Parquet settings
@@ -72,11 +72,9 @@ var s3Names = []string{"raw-s3", "connector-s3-jsonl", "connector-s3-parquet", "
 // s3Prefix starts every key the contenders write.
 const s3Prefix = "out/"
 
-// The s3 sink's defaults, which every S3 contender uses.
-const (
-	s3PartSize = 16 << 20
-	s3RollSize = 128 << 20
-)
+// s3PartSize is the part size of every S3 contender; their roll size is
+// --s3-roll-size-mib (128 by default).
+const s3PartSize = 16 << 20
 
 // s3Columns are the Parquet columns of bench/cmd/load's values (orders
 // layout), as the connector's parquet: section and KafkaToParquet name them.
@@ -193,10 +191,10 @@ func (b *bench) runS3() error {
 func (b *bench) s3SinkConfig(s spec, dir string) string {
 	var c string
 	if s.local {
-		c = fmt.Sprintf("type: file\n  path: %s\n  format: %s\n  roll_size: 128MiB\n  roll_age: 5m", filepath.Join(dir, "out"), s.format)
+		c = fmt.Sprintf("type: file\n  path: %s\n  format: %s\n  roll_size: %dMiB\n  roll_age: 5m", filepath.Join(dir, "out"), s.format, b.o.s3RollSize)
 	} else {
-		c = fmt.Sprintf("type: s3\n  bucket: %s\n  prefix: %s\n  endpoint: %s\n  region: %s\n  format: %s\n  part_size: 16MiB\n  roll_size: 128MiB\n  roll_age: 5m",
-			s.bucket, s3Prefix, b.o.s3Endpoint, b.o.s3Region, s.format)
+		c = fmt.Sprintf("type: s3\n  bucket: %s\n  prefix: %s\n  endpoint: %s\n  region: %s\n  format: %s\n  part_size: 16MiB\n  roll_size: %dMiB\n  roll_age: 5m",
+			s.bucket, s3Prefix, b.o.s3Endpoint, b.o.s3Region, s.format, b.o.s3RollSize)
 	}
 	if s.format == "parquet" {
 		c += "\n  parquet:\n    compression: zstd\n    columns:"
@@ -727,7 +725,7 @@ func (b *bench) launchS3(s spec, dir string) (*proc, string, error) {
 			"--topic", s.topic.Name, "--records", strconv.FormatInt(s.topic.Records, 10),
 			"--clients", strconv.Itoa(s.parallelism), "--endpoint", b.o.s3Endpoint, "--bucket", s.bucket,
 			"--prefix", s3Prefix, "--region", b.o.s3Region,
-			"--part-size", strconv.Itoa(s3PartSize), "--roll-size", strconv.Itoa(s3RollSize))
+			"--part-size", strconv.Itoa(s3PartSize), "--roll-size", strconv.Itoa(b.o.s3RollSize<<20))
 		return p, "", err
 	case "connector":
 		return b.launch(s, dir, false, "contender.log")
