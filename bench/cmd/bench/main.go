@@ -95,7 +95,7 @@ type options struct {
 	s3PID          int
 	flinkParquetCP string
 	flinkParquetTo string
-	s3RollSize     int // bytes
+	s3RollSize     int // MiB
 }
 
 func main() {
