@@ -19,3 +19,12 @@ func startWriteBackRange(f vfs.File, off, n int64) bool {
 	_ = unix.SyncFileRange(int(fd), off, n, unix.SYNC_FILE_RANGE_WRITE) // a hint: errors surface at fsync
 	return true
 }
+
+// dropCachedRange drops the clean pages of [off, off+n) of f from the page
+// cache (posix_fadvise DONTNEED; n 0: to the end of the file) without waiting
+// for any write-back. A hint: it does nothing to an in-memory file system.
+func dropCachedRange(f vfs.File, off, n int64) {
+	if fd := f.Fd(); fd != vfs.InvalidFd {
+		_ = unix.Fadvise(int(fd), off, n, unix.FADV_DONTNEED)
+	}
+}

@@ -1,0 +1,83 @@
+package file
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"unsafe"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/rs/zerolog"
+	"golang.org/x/sys/unix"
+
+	"github.com/connector-dev/connector/record"
+)
+
+// A part leaves none of its pages in the page cache once it is durable: a
+// sink does not read its output back (dropBehind, finish). Needs a real
+// file system with a page cache (t.TempDir: not tmpfs here).
+func TestDurablePartLeavesNothingInThePageCache(t *testing.T) {
+	dir := t.TempDir()
+	s, err := New(Config{Path: dir, Job: "orders", RollSize: 1 << 30, RollOnCheckpoint: true}, vfs.Default, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := newTestWriter(t, s, 0)
+	value := []byte(`{"pad":"` + strings.Repeat("x", 1000) + `"}`)
+	const n = 40_000 // ~40 MiB: past dropBehindLag and several write-back starts
+	for i := range n {
+		if err := w.Write(ctx, &record.Record{Topic: "orders", Offset: int64(i), Value: value}); err != nil {
+			t.Fatalf("Write(%d): %v", i, err)
+		}
+	}
+	commit(t, s, preCommit(t, w, 1))
+
+	names, err := filepath.Glob(filepath.Join(dir, "part-*"))
+	if err != nil || len(names) != 1 {
+		t.Fatalf("visible parts: %v (%v), want one", names, err)
+	}
+	resident, pages := residentPages(t, names[0])
+	if pages < (n*len(value))/os.Getpagesize() {
+		t.Fatalf("the part has %d pages, want at least %d", pages, n*len(value)/os.Getpagesize())
+	}
+	if resident > pages/20 {
+		t.Fatalf("%d of the durable part's %d pages are still in the page cache, want at most 5%%", resident, pages)
+	}
+	b, err := os.ReadFile(names[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := bytes.Count(b, []byte("\n")); got != n || !bytes.HasPrefix(b, value) {
+		t.Fatalf("the part holds %d lines (starting %.20q), want %d of the value", got, b, n)
+	}
+}
+
+// residentPages counts the pages of the file at path in the page cache
+// (mincore of a read-only mapping, which itself reads nothing).
+func residentPages(t *testing.T, path string) (resident, pages int) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := unix.Mmap(int(f.Fd()), 0, int(st.Size()), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(m)
+	vec := make([]byte, (len(m)+os.Getpagesize()-1)/os.Getpagesize())
+	if _, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&m[0])), uintptr(len(m)), uintptr(unsafe.Pointer(&vec[0]))); errno != 0 {
+		t.Fatalf("mincore: %v", errno)
+	}
+	for _, v := range vec {
+		resident += int(v & 1)
+	}
+	return resident, len(vec)
+}
