@@ -51,6 +51,17 @@
 // pre-commit instead: output visible at every checkpoint, one file per
 // checkpoint, writer and bucket.
 //
+// # The page cache
+//
+// A part's bytes are written in 256 KiB writes; every 4 MiB the sink asks
+// Linux to start writing them to disk (sync_file_range), so a pre-commit's
+// fsync has little left to do, and it drops the pages 16 MiB behind that
+// point from the page cache, and all of a file's once it is durable
+// (posix_fadvise DONTNEED; part.go). The sink never reads its output back;
+// a reader of just-committed files reads them from disk. With the pages
+// dropped, its writes reuse freed memory instead of growing the page cache
+// (and evicting other processes' pages), which costs CPU on every write.
+//
 // # What a checkpoint records
 //
 // A writer's committable of n (names.go, fileCommittable) holds, as paths
