@@ -36,6 +36,12 @@ type Options struct {
 	// BatchSize caps the records handed to the emitter at once. Default
 	// DefaultBatchSize.
 	BatchSize int
+	// FetchMaxBytes caps one fetch response (franz-go's default, 50 MiB,
+	// if 0); FetchMaxPartitionBytes one partition's share of it (1 MiB if
+	// 0), of which a reader asks for less when its records are small
+	// (fetchsize.go).
+	FetchMaxBytes          int32
+	FetchMaxPartitionBytes int32
 	// ClientOpts are extra franz-go options (TLS, SASL, client id). The
 	// seed brokers are Brokers, not an option here.
 	ClientOpts []kgo.Opt
@@ -99,6 +105,12 @@ func (c Options) withDefaults() Options {
 	}
 	if c.BatchSize <= 0 {
 		c.BatchSize = DefaultBatchSize
+	}
+	if c.FetchMaxBytes <= 0 {
+		c.FetchMaxBytes = 50 << 20
+	}
+	if c.FetchMaxPartitionBytes <= 0 {
+		c.FetchMaxPartitionBytes = 1 << 20
 	}
 	return c
 }

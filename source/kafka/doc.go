@@ -28,7 +28,10 @@
 //
 // Memory: a reader holds two fetches at most, the one being handed on and
 // the one its client reads ahead meanwhile (Run asks for the next fetch only
-// when the last is handed on; fetch_max_partition_bytes bounds their size).
+// when the last is handed on). fetch_max_partition_bytes bounds a
+// partition's share of a fetch; a reader asks for less while its records are
+// small, so a fetch holds about 5k records per partition at most
+// (fetchsize.go): memory follows the records, speed the bytes.
 // franz-go decodes into record arrays lent by a pool (pool.go) that come back
 // as soon as the records are copied into a batch; batches come from
 // record.NewBatch and the worker that wrote them releases them.

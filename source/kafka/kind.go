@@ -4,8 +4,6 @@ import (
 	"context"
 	"slices"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-
 	"github.com/connector-dev/connector/config"
 	"github.com/connector-dev/connector/internal/kafkaclient"
 	"github.com/connector-dev/connector/internal/spec"
@@ -33,10 +31,10 @@ type Config struct {
 	// FetchMaxBytes caps one fetch response.
 	FetchMaxBytes config.ByteSize `yaml:"fetch_max_bytes" default:"50MiB" doc:"one fetch response at most"`
 	// FetchMaxPartitionBytes caps one partition's share of a fetch
-	// response (Kafka's max.partition.fetch.bytes). Not Kafka's 1MiB: a
-	// reader holds two fetches (one being handed on, one read ahead), each
-	// decoded in full; bench/RESULTS.md has the measurements behind it.
-	FetchMaxPartitionBytes config.ByteSize `yaml:"fetch_max_partition_bytes" default:"512KiB" doc:"one partition's share of a fetch; more = more memory"`
+	// response (Kafka's max.partition.fetch.bytes, and its default). A
+	// reader asks for less while its records are small (fetchsize.go):
+	// it holds two fetches, each decoded in full.
+	FetchMaxPartitionBytes config.ByteSize `yaml:"fetch_max_partition_bytes" default:"1MiB" doc:"one partition's share of a fetch at most (less for records under ~200 B); more = more memory"`
 	// OnPositionLost is what a restart does when a checkpointed position no
 	// longer applies: the topic was deleted and recreated (its topic ID
 	// changed), or the offset lies outside the partition's log (records
@@ -93,20 +91,20 @@ func open(ctx context.Context, cfg any, env source.Env) (source.Source, error) {
 		restored = &p
 	}
 	return Open(ctx, Options{
-		Brokers:          env.Job.Kafka.Brokers,
-		Topics:           c.Topics,
-		Group:            env.Slot.Group(c.Group),
-		Slot:             env.Slot,
-		BaseGroup:        c.Group,
-		StartOffset:      c.StartOffset,
-		OnPositionLost:   c.OnPositionLost,
-		Readers:          env.Readers,
-		DiscoverInterval: env.DiscoverEvery,
-		Hooks:            env.KafkaHooks,
-		Explain:          func(err error) (string, bool) { return kafkaclient.Explain(err, env.Job.Kafka) },
-		ClientOpts: append(kafkaclient.Opts(env.Job.Kafka, env.Log),
-			kgo.FetchMaxBytes(int32(c.FetchMaxBytes)),
-			kgo.FetchMaxPartitionBytes(int32(c.FetchMaxPartitionBytes))),
+		Brokers:                env.Job.Kafka.Brokers,
+		Topics:                 c.Topics,
+		Group:                  env.Slot.Group(c.Group),
+		Slot:                   env.Slot,
+		BaseGroup:              c.Group,
+		StartOffset:            c.StartOffset,
+		OnPositionLost:         c.OnPositionLost,
+		Readers:                env.Readers,
+		DiscoverInterval:       env.DiscoverEvery,
+		Hooks:                  env.KafkaHooks,
+		Explain:                func(err error) (string, bool) { return kafkaclient.Explain(err, env.Job.Kafka) },
+		FetchMaxBytes:          int32(c.FetchMaxBytes),
+		FetchMaxPartitionBytes: int32(c.FetchMaxPartitionBytes),
+		ClientOpts:             kafkaclient.Opts(env.Job.Kafka, env.Log),
 	}, restored, env.Log)
 }
 

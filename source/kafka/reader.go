@@ -42,6 +42,7 @@ type Reader struct {
 	positions Offsets                 // next offset per owned partition; owned by Run
 	ids       map[string]kadm.TopicID // the topics' IDs, recorded with the positions; read-only
 	lag       lagTable                // see lag.go
+	fetch     fetchSizer              // its fetches' partition share; owned by Run
 	// suspendAt is the final checkpoint once the job is stopping (0
 	// before); suspended is set when its barrier (or a later one) was
 	// emitted: Run emits no more records. Both owned by Run.
@@ -57,6 +58,7 @@ func newReader(index int, cfg Options, starts Offsets, ids map[string]kadm.Topic
 		log:       log.With().Int("reader", index).Logger(),
 		control:   make(chan control, 1024),
 		positions: starts.Clone(),
+		fetch:     newFetchSizer(cfg.FetchMaxPartitionBytes),
 	}
 	r.lag.setNext(starts)
 	return r
@@ -113,6 +115,8 @@ func (r *Reader) Run(ctx context.Context, em source.Emitter) error {
 		// the job restarts, and the restore applies on_position_lost.
 		kgo.ConsumeResetOffset(kgo.NoResetOffset()),
 		kgo.WithPools(kgoRecordPool),
+		kgo.FetchMaxBytes(r.cfg.FetchMaxBytes),
+		kgo.FetchMaxPartitionBytes(r.fetch.current),
 	}, r.cfg.clientOpts(fmt.Sprintf("source-%d", r.index))...)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
@@ -219,6 +223,7 @@ func (r *Reader) emit(ctx context.Context, cl *kgo.Client, fs kgo.Fetches, em so
 		topic     string
 		partition int32
 		next      int64
+		n, size   int // records and their bytes, for the fetch sizer
 	)
 	savePosition := func() {
 		if have {
@@ -233,6 +238,7 @@ func (r *Reader) emit(ctx context.Context, cl *kgo.Client, fs kgo.Fetches, em so
 			savePosition()
 		}
 		have, topic, partition, next = true, kr.Topic, kr.Partition, kr.Offset+1
+		n, size = n+1, size+len(kr.Key)+len(kr.Value)
 		batch = append(batch, convert(kr))
 		kr.Recycle() // the copy keeps Key, Value and Headers; kgo reuses the Record
 		if len(batch) == cap(batch) {
@@ -256,6 +262,10 @@ func (r *Reader) emit(ctx context.Context, cl *kgo.Client, fs kgo.Fetches, em so
 		record.Release(batch)
 	}
 	r.lag.fetched(fs, r.positions)
+	if share, changed := r.fetch.fetched(n, size); changed {
+		cl.UpdateFetchMaxBytes(r.cfg.FetchMaxBytes, share)
+		r.log.Debug().Int32("partition_bytes", share).Msg("fetch size follows the records' size")
+	}
 	return nil
 }
 
