@@ -16,10 +16,17 @@ import (
 )
 
 // A part leaves none of its pages in the page cache once it is durable: a
-// sink does not read its output back (dropBehind, finish). Needs a real
-// file system with a page cache (t.TempDir: not tmpfs here).
+// sink does not read its output back (dropBehind, finish). Needs a disk's
+// file system under TMPDIR, not tmpfs.
 func TestDurablePartLeavesNothingInThePageCache(t *testing.T) {
 	dir := t.TempDir()
+	var fs unix.Statfs_t
+	if err := unix.Statfs(dir, &fs); err != nil {
+		t.Fatal(err)
+	}
+	if fs.Type == unix.TMPFS_MAGIC {
+		t.Fatalf("%s is on tmpfs, whose pages cannot be dropped: this test needs a disk's file system (set TMPDIR)", dir)
+	}
 	s, err := New(Config{Path: dir, Job: "orders", RollSize: 1 << 30, RollOnCheckpoint: true}, vfs.Default, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
