@@ -464,6 +464,7 @@ func (b *bench) beginWith(s spec, prepare func() error) (dir string, r *result, 
 			return dir, r, false
 		}
 	}
+	b.warmTopic(s.topic)
 	b.waitQuiet()
 	b.log("%s / %s: starting (%s, parallelism %d)", s.section, s.label, s.topic.Name, s.parallelism)
 	return dir, r, true

@@ -66,6 +66,7 @@ type options struct {
 	keep           bool
 	timeoutPerMrec time.Duration
 	brokerPID      int
+	brokerLogDir   string
 	quietWait      time.Duration
 	retries        int
 	repeat         int
@@ -120,6 +121,7 @@ func main() {
 	flag.BoolVar(&o.keep, "keep", false, "keep each run's output files (deleted after verification otherwise)")
 	flag.DurationVar(&o.timeoutPerMrec, "timeout-per-million", 120*time.Second, "give up on a contender after this long per million records (plus 60s)")
 	flag.IntVar(&o.brokerPID, "broker-pid", 0, "pid of the Kafka broker, to report its CPU time (optional)")
+	flag.StringVar(&o.brokerLogDir, "broker-log-dir", "", "the broker's log `dir` (on this machine), to read each run's topic into the page cache before the run (optional)")
 	flag.DurationVar(&o.quietWait, "quiet-wait", 3*time.Minute, "before each run, wait up to this long for the machine to be quiet (other processes using < 0.15 cores for 3s); 0: do not wait")
 	flag.IntVar(&o.retries, "retries", 2, "run a drain again, up to this many times, when other processes used more than 0.25 cores during it (the least disturbed run is kept)")
 	flag.IntVar(&o.repeat, "repeat", 3, "runs of every experiment; the median one is reported (by records/s, or by recovery time), with the range")
