@@ -10,9 +10,10 @@ import (
 
 // warmTopic reads the log segments of topic t in the broker's log directory
 // (--broker-log-dir) so that the run after it reads its input from memory:
-// on a VM whose page cache drops pages while memory is free, a drain would
-// otherwise read part of its topic from disk now and then, and measure the
-// disk (bench/RESULTS.md, "The 1 KB stateless drain"). It logs the reads
+// on a VM that reclaims pages untouched for a minute while memory is free
+// (a DAMON pageout scheme), a drain would otherwise read part of its topic
+// from disk now and then, and measure the disk (bench/RESULTS.md, "The 1 KB
+// stateless drain"). It logs the reads
 // that took long enough to have gone to the disk. Without the option, or if
 // the topic has no directory there, it does nothing.
 func (b *bench) warmTopic(t topic) {
