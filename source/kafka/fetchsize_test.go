@@ -51,6 +51,15 @@ func TestFetchShareFollowsTheRecordSizeBetweenFloorAndLimit(t *testing.T) {
 	if share, changed := mid.fetched(1000, 150_000); !changed || share != 150*fetchPartitionRecords {
 		t.Fatalf("150 B records: %d, %v; want %d", share, changed, 150*fetchPartitionRecords)
 	}
+	// There, an average that moves by less than an eighth changes nothing.
+	for range 10 {
+		if share, changed := mid.fetched(1000, 160_000); changed {
+			t.Fatalf("160 B records after 150 B ones: changed to %d, want no change under an eighth", share)
+		}
+	}
+	if share, changed := mid.fetched(1000, 400_000); !changed || share <= 160*fetchPartitionRecords {
+		t.Fatalf("then 400 B records: %d, %v; want a larger share", share, changed)
+	}
 }
 
 func TestFetchShareNeverExceedsTheConfiguredLimit(t *testing.T) {
