@@ -53,14 +53,22 @@
 //
 // # The page cache
 //
-// A part's bytes are written in 256 KiB writes; every 4 MiB the sink asks
-// Linux to start writing them to disk (sync_file_range), so a pre-commit's
-// fsync has little left to do, and it drops the pages 16 MiB behind that
-// point from the page cache, and all of a file's once it is durable
-// (posix_fadvise DONTNEED; part.go). The sink never reads its output back;
-// a reader of just-committed files reads them from disk. With the pages
-// dropped, its writes reuse freed memory instead of growing the page cache
-// (and evicting other processes' pages), which costs CPU on every write.
+// On Linux a new part is written with direct I/O (O_DIRECT; direct.go):
+// in chunks of at least 1 MiB of whole 4 KiB blocks, from the part's
+// buffer straight to the disk, one chunk in flight on its own goroutine
+// while the writer fills the next. A pre-commit writes the partial last
+// block through the page cache and keeps it buffered; the next chunk
+// writes it again, whole, with the same bytes. The sink never reads its
+// output back; a reader of just-committed files reads them from disk.
+//
+// Where direct I/O is refused (tmpfs before Linux 6.6, other systems) and
+// for a part resumed after a restart, the bytes go through the page cache
+// in 256 KiB writes; every 4 MiB the sink asks Linux to start writing them
+// to disk (sync_file_range), so a pre-commit's fsync has little left to
+// do, and it drops the pages 16 MiB behind that point from the page cache,
+// and all of a file's once it is durable (posix_fadvise DONTNEED;
+// part.go). Either way the sink's writes do not grow the page cache (and
+// evict other processes' pages), which costs CPU on every write.
 //
 // # What a checkpoint records
 //

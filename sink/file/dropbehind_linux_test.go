@@ -16,21 +16,24 @@ import (
 )
 
 // A part leaves none of its pages in the page cache once it is durable: a
-// sink does not read its output back (dropBehind, finish). Needs a disk's
-// file system under TMPDIR, not tmpfs.
+// sink does not read its output back. Written with direct I/O (direct.go),
+// and through the page cache where that is refused (dropBehind, finish).
+// Needs a disk's file system under TMPDIR, not tmpfs.
 func TestDurablePartLeavesNothingInThePageCache(t *testing.T) {
-	dir := t.TempDir()
-	var fs unix.Statfs_t
-	if err := unix.Statfs(dir, &fs); err != nil {
-		t.Fatal(err)
+	for _, direct := range []bool{true, false} {
+		t.Run(map[bool]string{true: "direct", false: "buffered"}[direct], func(t *testing.T) {
+			testDurablePartLeavesNothingInThePageCache(t, direct)
+		})
 	}
-	if fs.Type == unix.TMPFS_MAGIC {
-		t.Fatalf("%s is on tmpfs, whose pages cannot be dropped: this test needs a disk's file system (set TMPDIR)", dir)
-	}
+}
+
+func testDurablePartLeavesNothingInThePageCache(t *testing.T, direct bool) {
+	dir := diskDir(t)
 	s, err := New(Config{Path: dir, Job: "orders", RollSize: 1 << 30, RollOnCheckpoint: true}, vfs.Default, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.noDirect = !direct
 	w := newTestWriter(t, s, 0)
 	value := []byte(`{"pad":"` + strings.Repeat("x", 1000) + `"}`)
 	const n = 40_000 // ~40 MiB: past dropBehindLag and several write-back starts
@@ -38,6 +41,9 @@ func TestDurablePartLeavesNothingInThePageCache(t *testing.T) {
 		if err := w.Write(ctx, &record.Record{Topic: "orders", Offset: int64(i), Value: value}); err != nil {
 			t.Fatalf("Write(%d): %v", i, err)
 		}
+	}
+	if p := w.(*fileWriter).open[""]; p.direct != direct {
+		t.Fatalf("the part is written with direct I/O: %v, want %v", p.direct, direct)
 	}
 	commit(t, s, preCommit(t, w, 1))
 
@@ -87,4 +93,14 @@ func residentPages(t *testing.T, path string) (resident, pages int) {
 		resident += int(v & 1)
 	}
 	return resident, len(vec)
+}
+
+// onTmpfs reports whether dir is on tmpfs.
+func onTmpfs(t *testing.T, dir string) bool {
+	t.Helper()
+	var fs unix.Statfs_t
+	if err := unix.Statfs(dir, &fs); err != nil {
+		t.Fatal(err)
+	}
+	return fs.Type == unix.TMPFS_MAGIC
 }

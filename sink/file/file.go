@@ -160,6 +160,9 @@ type File struct {
 	log   zerolog.Logger
 	names names
 	tmpl  *pathtmpl.Template // nil: no path_template
+	// noDirect: parts are written through the page cache even where
+	// direct I/O works (tests of that path).
+	noDirect bool
 
 	dirsMu sync.Mutex
 	dirs   map[string]bool // bucket directories made durable, by any writer

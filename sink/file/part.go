@@ -20,7 +20,7 @@ const (
 )
 
 // part is one output file of a writer. Its bytes live in buf until written;
-// off is how many are in the file. Writes go to offset off with WriteAt, so a
+// off is how many are in the file (size() counts both). Writes go to offset off with WriteAt, so a
 // write that failed half-way is simply repeated: nothing is lost or doubled.
 //
 // The writer's goroutine owns the part, except that the asynchronous rest of
@@ -43,6 +43,15 @@ type part struct {
 	f         vfs.File // nil before the first write and once synced
 	buf       []byte
 	off       int64
+	// kept: the first kept bytes of buf are already in the file, before
+	// off. A part written with direct I/O keeps the partial block its last
+	// pre-commit wrote through the page cache, to write it again whole.
+	kept int
+	// direct: the file is written with direct I/O (direct.go), buf starts
+	// at a block boundary of the file, after the chunk in flight, if any.
+	direct   bool
+	inflight *chunk
+	spare    []byte // the buffer of the last chunk written, for the next
 	// written is how far background write-back was last started (SyncTo),
 	// so the fsync at pre-commit finds little dirty data left.
 	written int64
@@ -54,12 +63,19 @@ type part struct {
 	counted *atomic.Uint64
 }
 
-func (p *part) size() int64 { return p.off + int64(len(p.buf)) }
+func (p *part) size() int64 {
+	n := p.off + int64(len(p.buf)-p.kept)
+	if p.inflight != nil {
+		n += int64(len(p.inflight.buf))
+	}
+	return n
+}
 
-// flush writes buf to the file, creating it (and its bucket directory)
-// on first use.
-func (p *part) flush(s *File) error {
-	if len(p.buf) == 0 {
+// flush writes buf to the file, creating it (and its bucket directory) on
+// first use. With all false it may leave a partial block buffered (a part
+// written with direct I/O); with all true every byte is in the file after it.
+func (p *part) flush(s *File, all bool) error {
+	if len(p.buf) == p.kept && p.inflight == nil {
 		return nil
 	}
 	if p.f == nil {
@@ -73,25 +89,58 @@ func (p *part) flush(s *File) error {
 		if err != nil {
 			return fmt.Errorf("open %s: %w", p.name, err)
 		}
+		// Direct I/O needs buf to start at a block of the file: a new
+		// file's offset 0. A resumed part (rare: after a restart) stays
+		// buffered.
+		p.direct = !p.resumed && !s.noDirect && setDirect(f, true)
 		p.resumed = true // a retry after a failed write must not truncate it
 		p.mu.Lock()
 		p.f = f
 		p.mu.Unlock()
 	}
-	n, err := p.f.WriteAt(p.buf, p.off)
-	p.off += int64(n)
-	if p.counted != nil {
-		p.counted.Add(uint64(n))
+	var err error
+	if p.direct {
+		err = p.writeDirect(all)
+	} else {
+		err = p.writeBuffered(len(p.buf))
+		p.startWriteBack()
 	}
-	p.buf = p.buf[:copy(p.buf, p.buf[n:])]
 	if err != nil {
 		return fmt.Errorf("write %s: %w", p.name, err)
 	}
-	if cap(p.buf) > 4*fileBufferSize {
+	if len(p.buf) == 0 && cap(p.buf) > 4*fileBufferSize {
 		p.buf = nil // give back memory grown while the disk failed
 	}
-	p.startWriteBack()
 	return nil
+}
+
+// writeBuffered writes the first n bytes of buf through the page cache and
+// drops them from buf. buf starts kept bytes before off: they are already
+// in the file and are written again, unchanged.
+func (p *part) writeBuffered(n int) error {
+	w, err := p.f.WriteAt(p.buf[:n], p.off-int64(p.kept))
+	p.consume(w)
+	return err
+}
+
+// consume records that the first w bytes of buf are in the file and drops
+// them from buf.
+func (p *part) consume(w int) {
+	p.advance(w)
+	p.buf = p.buf[:copy(p.buf, p.buf[w:])]
+}
+
+// advance records that w bytes from where buf starts in the file (kept
+// before off) are in the file.
+func (p *part) advance(w int) {
+	end := p.off - int64(p.kept) + int64(w)
+	if end > p.off {
+		if p.counted != nil {
+			p.counted.Add(uint64(end - p.off))
+		}
+		p.off = end
+	}
+	p.kept = int(p.off - end)
 }
 
 // writeBackEvery is how much a part grows between two starts of background
@@ -148,9 +197,10 @@ func (p *part) finish(s *File) error {
 	if p.state >= partSynced {
 		return nil
 	}
-	if err := p.flush(s); err != nil {
+	if err := p.flush(s, true); err != nil {
 		return err
 	}
+	p.buf, p.kept, p.spare = nil, 0, nil // the tail a direct part kept is in the file
 	if p.f == nil {
 		p.state = partSynced // resumed, cut back and durable, never written since
 		return nil
@@ -188,6 +238,7 @@ func (p *part) syncOpen() error {
 
 // abandon closes the file, if open, without syncing.
 func (p *part) abandon() error {
+	p.waitDirect()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.f == nil {

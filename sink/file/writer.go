@@ -125,7 +125,7 @@ func (w *fileWriter) Write(_ context.Context, r *record.Record) error {
 			return err
 		}
 	} else if len(p.buf) >= fileBufferSize && w.ioErr == nil {
-		if err := p.flush(w.s); err != nil {
+		if err := p.flush(w.s, false); err != nil {
 			w.ioFailed(err)
 		}
 	}
@@ -272,7 +272,7 @@ func (w *fileWriter) PreCommitAsync(_ context.Context, id checkpoint.ID) (func()
 		if p.buf, err = p.ff.Flush(p.buf); err != nil {
 			return nil, fmt.Errorf("file sink writer %d pre-commit %d: %w", w.instance, id, err)
 		}
-		if err := p.flush(w.s); err != nil {
+		if err := p.flush(w.s, true); err != nil {
 			w.ioFailed(err)
 			return nil, fmt.Errorf("file sink writer %d pre-commit %d: %w: %w", w.instance, id, sink.ErrNotDurable, err)
 		}

@@ -1,11 +1,15 @@
 // Command writecost measures the CPU that writing a file costs under the
-// file sink's three ways of handling the page cache: plain writes, writes with
-// background write-back started every 4 MiB (sync_file_range), and the same
+// file sink's ways of handling the page cache: plain writes, writes with
+// background write-back started every 4 MiB (sync_file_range), the same
 // with the pages dropped 16 MiB behind (posix_fadvise DONTNEED), as
-// sink/file/part.go does. It writes --size bytes in 256 KiB writes per mode,
-// in the order given, fsyncs, and prints elapsed time and CPU per GB. Linux only.
+// sink/file/part.go does where direct I/O is refused, and direct I/O
+// (O_DIRECT, sink/file/direct.go). It writes --size bytes in --write byte
+// writes (256 KiB) per mode, in the order given, fsyncs, and prints elapsed
+// time and the process's CPU per GB (the kernel's write-back threads, which
+// the buffered modes also use, are not counted). Linux only.
 //
 //	go run ./bench/cmd/writecost --dir .cache/writecost plain writeback drop drop writeback plain
+//	go run ./bench/cmd/writecost --dir .cache/writecost --write 1048576 drop direct drop direct
 package main
 
 import (
@@ -15,6 +19,7 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -22,6 +27,7 @@ import (
 func main() {
 	dir := flag.String("dir", ".cache/writecost", "directory for the test file (on the disk under test, not tmpfs)")
 	size := flag.Int64("size", 3<<30, "bytes written per mode")
+	writeSize = flag.Int("write", 256<<10, "bytes per write (a multiple of 4096)")
 	flag.Parse()
 	if err := os.MkdirAll(*dir, 0o755); err != nil {
 		fail(err)
@@ -34,22 +40,36 @@ func main() {
 	}
 }
 
+var writeSize *int
+
+// alignedBuffer returns n bytes starting at a 4096-byte boundary, as
+// O_DIRECT needs.
+func alignedBuffer(n int) []byte {
+	b := make([]byte, n+4096)
+	skip := (4096 - int(uintptr(unsafe.Pointer(&b[0]))%4096)) % 4096
+	return b[skip : skip+n]
+}
+
 func fail(err error) {
 	fmt.Fprintln(os.Stderr, "writecost:", err)
 	os.Exit(1)
 }
 
 func run(path, mode string, total int64) error {
-	if mode != "plain" && mode != "writeback" && mode != "drop" {
-		return fmt.Errorf("mode %q: want plain, writeback or drop", mode)
+	if mode != "plain" && mode != "writeback" && mode != "drop" && mode != "direct" {
+		return fmt.Errorf("mode %q: want plain, writeback, drop or direct", mode)
 	}
-	f, err := os.Create(path)
+	flags := os.O_RDWR | os.O_CREATE | os.O_TRUNC
+	if mode == "direct" {
+		flags |= unix.O_DIRECT
+	}
+	f, err := os.OpenFile(path, flags, 0o644)
 	if err != nil {
 		return err
 	}
 	defer os.Remove(path)
 	defer f.Close()
-	buf := make([]byte, 256<<10)
+	buf := alignedBuffer(*writeSize)
 	for i := range buf {
 		buf[i] = byte(i)
 	}
@@ -64,7 +84,7 @@ func run(path, mode string, total int64) error {
 			return err
 		}
 		off += int64(n)
-		if mode == "plain" {
+		if mode == "plain" || mode == "direct" {
 			continue
 		}
 		if to := off - 1<<20; to-started >= 4<<20 {
