@@ -90,7 +90,7 @@ func (p *part) writeDirect(all bool) error {
 		}
 	}
 	if !p.direct {
-		return p.writeBuffered(len(p.buf)) // a write was refused: buffered now
+		return p.writeBuffered() // a write was refused: buffered now
 	}
 	if !all || len(p.buf) == p.kept {
 		return nil

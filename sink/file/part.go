@@ -20,8 +20,9 @@ const (
 )
 
 // part is one output file of a writer. Its bytes live in buf until written;
-// off is how many are in the file (size() counts both). Writes go to offset off with WriteAt, so a
-// write that failed half-way is simply repeated: nothing is lost or doubled.
+// off is how many are in the file (size() counts both). Writes go to offset
+// off with WriteAt, so a write that failed half-way is simply repeated:
+// nothing is lost or doubled.
 //
 // The writer's goroutine owns the part, except that the asynchronous rest of
 // a pre-commit fsyncs the open part (syncOpen) while the writer goes on:
@@ -102,7 +103,7 @@ func (p *part) flush(s *File, all bool) error {
 	if p.direct {
 		err = p.writeDirect(all)
 	} else {
-		err = p.writeBuffered(len(p.buf))
+		err = p.writeBuffered()
 		p.startWriteBack()
 	}
 	if err != nil {
@@ -114,11 +115,11 @@ func (p *part) flush(s *File, all bool) error {
 	return nil
 }
 
-// writeBuffered writes the first n bytes of buf through the page cache and
-// drops them from buf. buf starts kept bytes before off: they are already
-// in the file and are written again, unchanged.
-func (p *part) writeBuffered(n int) error {
-	w, err := p.f.WriteAt(p.buf[:n], p.off-int64(p.kept))
+// writeBuffered writes buf through the page cache and drops what it wrote
+// from buf. buf starts kept bytes before off: they are already in the file
+// and are written again, unchanged.
+func (p *part) writeBuffered() error {
+	w, err := p.f.WriteAt(p.buf, p.off-int64(p.kept))
 	p.consume(w)
 	return err
 }
