@@ -76,6 +76,8 @@ var absurdNumbers = []struct {
 	{doc(minimal[0], minimal[1], "source: {topics: [orders], fetch_max_bytes: "+hugeBytes+", fetch_max_partition_bytes: 2GiB}", minimal[3]),
 		"config.yaml:3: source.fetch_max_bytes: must be at most 1GiB, got 1000TiB\n" +
 			"config.yaml:3: source.fetch_max_partition_bytes: must be at most 1GiB, got 2GiB"},
+	{doc(minimal[0], minimal[1], "source: {topics: [orders], fetches_in_flight: "+maxInt64+"}", minimal[3]),
+		"config.yaml:3: source.fetches_in_flight: must be between 1 and 16, got " + maxInt64},
 	{doc(minimal[0], minimal[1], minimal[2], "sink: {type: file, path: ./out, roll_size: "+hugeBytes+", roll_age: "+years100+"}"),
 		"config.yaml:4: sink.roll_size: must be at most 1TiB, got 1000TiB\n" +
 			"config.yaml:4: sink.roll_age: must be at most 168h0m0s, got 876000h0m0s"},
@@ -147,6 +149,7 @@ func TestLargestSaneValuesPass(t *testing.T) {
 		"state: {full_snapshot_after: 64GiB}",
 	), nil)
 	mustParse(t, with("pipeline: {parallelism: 8, channel_capacity: 1048576, transforms: [{type: dedup, key: id, ttl: 8760h}]}"), nil)
+	mustParse(t, doc(minimal[0], minimal[1], "source: {topics: [orders], fetches_in_flight: 16}", minimal[3]), nil)
 }
 
 // TestValidateRefusesWhatRunRefuses: ports, job names and topic names that

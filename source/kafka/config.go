@@ -42,6 +42,10 @@ type Options struct {
 	// (fetchsize.go).
 	FetchMaxBytes          int32
 	FetchMaxPartitionBytes int32
+	// FetchesInFlight is how many clients a reader has, each over a share
+	// of its partitions with its own fetch in flight (fetchers.go); no more
+	// than its partitions (one if it has none). Default 2.
+	FetchesInFlight int
 	// ClientOpts are extra franz-go options (TLS, SASL, client id). The
 	// seed brokers are Brokers, not an option here.
 	ClientOpts []kgo.Opt
@@ -50,7 +54,8 @@ type Options struct {
 	// PositionLostEarliest); see checkRestored.
 	OnPositionLost string
 	// Hooks, if not nil, returns the hooks for one client the source
-	// makes: "source-admin", and "source-<i>" for reader i's (see
+	// makes: "source-admin", and "source-<i>" for reader i's first
+	// client, "source-<i>.<j>" for its next ones (FetchesInFlight; see
 	// source.Env.KafkaHooks).
 	Hooks func(client string) []kgo.Hook
 	// Explain, if not nil, names the likely cause of a failure to reach
@@ -111,6 +116,9 @@ func (c Options) withDefaults() Options {
 	}
 	if c.FetchMaxPartitionBytes <= 0 {
 		c.FetchMaxPartitionBytes = 1 << 20
+	}
+	if c.FetchesInFlight <= 0 {
+		c.FetchesInFlight = 2
 	}
 	return c
 }

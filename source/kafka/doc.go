@@ -19,19 +19,26 @@
 // belongs to reader (i+p) mod R, which keeps ownership stable when partitions
 // are added while the job runs.
 //
-// The path of a record: Reader.Run polls a batch from Kafka, updates the
-// reader's positions to the offset after each record, and hands the batch to
-// its Emitter. The path of a barrier: the runtime calls Reader.Trigger(n);
-// between two batches Run copies the positions (the snapshot of n) and calls
-// Emitter.Barrier(n, positions), so the barrier follows every record emitted
-// before it and precedes every record after it.
+// The path of a record: Reader.Run takes a fetch from one of its clients
+// (fetchers.go: source.fetches_in_flight clients, each over a share of the
+// reader's partitions with its own fetch in flight, so that the broker
+// answers the next fetch while Run hands on the last), updates the reader's
+// positions to the offset after each record, and hands the records to its
+// Emitter in batches. A partition is read by one client for as long as the
+// reader runs, so its records keep their order. The path of a barrier: the
+// runtime calls Reader.Trigger(n); between two batches Run copies the
+// positions (the snapshot of n) and calls Emitter.Barrier(n, positions), so
+// the barrier follows every record emitted before it and precedes every
+// record after it, whichever client fetched them.
 //
-// Memory: a reader holds two fetches at most, the one being handed on and
-// the one its client reads ahead meanwhile (Run asks for the next fetch only
-// when the last is handed on). fetch_max_partition_bytes bounds a
-// partition's share of a fetch; a reader asks for less while its records are
-// small, so a fetch holds about 5k records per partition at most
-// (fetchsize.go): memory follows the records, speed the bytes.
+// Memory: each client of a reader holds two fetches at most, the one being
+// handed on and the one it reads ahead meanwhile (Run asks a client for its
+// next fetch only when its last is handed on); a client's fetches cover
+// only its share of the partitions, so the memory per partition does not
+// grow with the clients. fetch_max_partition_bytes bounds a partition's
+// share of a fetch; a reader asks for less while its records are small, so
+// a fetch holds about 5k records per partition at most (fetchsize.go):
+// memory follows the records, speed the bytes.
 // franz-go decodes into record arrays lent by a pool (pool.go) that come back
 // as soon as the records are copied into a batch; batches come from
 // record.NewBatch and the worker that wrote them releases them.

@@ -1,10 +1,10 @@
 package kafka
 
 // A reader sizes its fetches by the records it reads. A fetch costs memory
-// by its records (each is decoded by franz-go and copied into a batch, and a
-// reader holds two fetches) and gains speed by its bytes (a client has one
-// fetch in flight, so each round trip to the broker carries one fetch's
-// worth). A partition's share of a fetch is therefore sized to hold about
+// by its records (each is decoded by franz-go and copied into a batch, and
+// each of a reader's clients holds two fetches: fetchers.go) and gains speed
+// by its bytes (a client has one fetch in flight, so each round trip to the
+// broker carries one fetch's worth). A partition's share of a fetch is therefore sized to hold about
 // fetchPartitionRecords records of the average size read so far, at least
 // fetchPartitionFloor and at most fetch_max_partition_bytes:
 // 100 B records get 512 KiB per partition, records of 205 B and more the

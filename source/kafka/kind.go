@@ -33,8 +33,14 @@ type Config struct {
 	// FetchMaxPartitionBytes caps one partition's share of a fetch
 	// response (Kafka's max.partition.fetch.bytes, and its default). A
 	// reader asks for less while its records are small (fetchsize.go):
-	// it holds two fetches, each decoded in full.
+	// each of its clients holds two fetches, each decoded in full.
 	FetchMaxPartitionBytes config.ByteSize `yaml:"fetch_max_partition_bytes" default:"1MiB" doc:"one partition's share of a fetch at most (less for records under ~200 B); more = more memory"`
+	// FetchesInFlight is how many clients a reader has, each with its own
+	// fetch in flight over a share of the reader's partitions (never more
+	// clients than partitions): a franz-go client has one fetch in flight
+	// per broker, so one client leaves a busy reader waiting for the
+	// broker (fetchers.go).
+	FetchesInFlight int `yaml:"fetches_in_flight" default:"2" doc:"fetches a reader keeps in flight, 1 to 16: one client each over a share of its partitions (no more clients than partitions), each holding up to two fetches"`
 	// OnPositionLost is what a restart does when a checkpointed position no
 	// longer applies: the topic was deleted and recreated (its topic ID
 	// changed), or the offset lies outside the partition's log (records
@@ -46,6 +52,9 @@ type Config struct {
 
 // maxFetch is the most a fetch setting may ask for (the protocol's int32).
 const maxFetch = config.GiB
+
+// maxFetchesInFlight bounds fetches_in_flight: each is a client of its own.
+const maxFetchesInFlight = 16
 
 // Validate checks the section on its own.
 func (c *Config) Validate(p *spec.Problems) {
@@ -68,6 +77,7 @@ func (c *Config) Validate(p *spec.Problems) {
 	spec.AtMost(p, "fetch_max_bytes", c.FetchMaxBytes, maxFetch)
 	spec.Positive(p, "fetch_max_partition_bytes", c.FetchMaxPartitionBytes)
 	spec.AtMost(p, "fetch_max_partition_bytes", c.FetchMaxPartitionBytes, maxFetch)
+	p.Between("fetches_in_flight", c.FetchesInFlight, 1, maxFetchesInFlight)
 }
 
 // ValidateJob checks the section against the rest of the job: the
@@ -104,6 +114,7 @@ func open(ctx context.Context, cfg any, env source.Env) (source.Source, error) {
 		Explain:                func(err error) (string, bool) { return kafkaclient.Explain(err, env.Job.Kafka) },
 		FetchMaxBytes:          int32(c.FetchMaxBytes),
 		FetchMaxPartitionBytes: int32(c.FetchMaxPartitionBytes),
+		FetchesInFlight:        c.FetchesInFlight,
 		ClientOpts:             kafkaclient.Opts(env.Job.Kafka, env.Log),
 	}, restored, env.Log)
 }

@@ -3,7 +3,6 @@ package kafka
 import (
 	"encoding/json"
 	"fmt"
-	"sort"
 	"strconv"
 )
 
@@ -57,28 +56,12 @@ func (o Offsets) Len() int {
 
 // String lists partitions in order, for logs and `checkpoints show`.
 func (o Offsets) String() string {
-	type tp struct {
-		t string
-		p int32
-	}
-	var all []tp
-	for t, ps := range o {
-		for p := range ps {
-			all = append(all, tp{t, p})
-		}
-	}
-	sort.Slice(all, func(i, j int) bool {
-		if all[i].t != all[j].t {
-			return all[i].t < all[j].t
-		}
-		return all[i].p < all[j].p
-	})
 	s := ""
-	for i, x := range all {
+	for i, x := range sortedPartitions(o) {
 		if i > 0 {
 			s += " "
 		}
-		s += fmt.Sprintf("%s/%d=%d", x.t, x.p, o[x.t][x.p])
+		s += fmt.Sprintf("%s/%d=%d", x.topic, x.partition, o[x.topic][x.partition])
 	}
 	return s
 }

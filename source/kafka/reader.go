@@ -105,76 +105,34 @@ func (r *Reader) add(ctx context.Context, o Offsets) error {
 }
 
 // Run reads until ctx is done or an error occurs, emitting records and, when
-// triggered, barriers to em. It returns ctx's error on a normal stop.
+// triggered, barriers to em. It returns ctx's error on a normal stop, once
+// its clients are closed (fetchers.go).
 func (r *Reader) Run(ctx context.Context, em source.Emitter) error {
-	opts := append([]kgo.Opt{
-		kgo.ConsumePartitions(toKgo(r.positions)),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.FetchMaxWait(200 * time.Millisecond),
-		// An offset out of range is not reset silently: the fetch fails,
-		// the job restarts, and the restore applies on_position_lost.
-		kgo.ConsumeResetOffset(kgo.NoResetOffset()),
-		kgo.WithPools(kgoRecordPool),
-		kgo.FetchMaxBytes(r.cfg.FetchMaxBytes),
-		kgo.FetchMaxPartitionBytes(r.fetch.current),
-	}, r.cfg.clientOpts(fmt.Sprintf("source-%d", r.index))...)
-	cl, err := kgo.NewClient(opts...)
+	f, err := startFetchers(ctx, r.index, r.cfg, r.fetch.current, r.positions)
 	if err != nil {
-		return fmt.Errorf("reader %d: client: %w", r.index, err)
+		return err
 	}
-	defer cl.Close()
-
-	pctx, stopPoll := context.WithCancel(ctx)
-	defer stopPoll()
-	want := make(chan struct{}, 1)
-	fetches := make(chan kgo.Fetches)
-	go poll(pctx, cl, want, fetches)
-	want <- struct{}{}
-
+	defer f.close()
 	for {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case c := <-r.control:
-			if err := r.handle(ctx, cl, c, em); err != nil {
+			if err := r.handle(ctx, f, c, em); err != nil {
 				return err
 			}
-		case fs := <-fetches:
-			if err := r.emit(ctx, cl, fs, em); err != nil {
+		case x := <-f.out:
+			if err := r.emit(ctx, f, x.fs, em); err != nil {
 				return err
 			}
 			if !r.suspended {
-				want <- struct{}{}
+				x.from.next()
 			}
 		}
 	}
 }
 
-// poll takes a fetch from the client each time Run asks for one (want), in
-// the background so that Run can answer a trigger while no records arrive.
-// Asking only once the previous fetch was handed on keeps the memory a
-// reader holds to two fetches: the one being handed on and the one the
-// client reads ahead meanwhile.
-func poll(ctx context.Context, cl *kgo.Client, want <-chan struct{}, out chan<- kgo.Fetches) {
-	for {
-		select {
-		case <-want:
-		case <-ctx.Done():
-			return
-		}
-		fs := cl.PollFetches(ctx)
-		if ctx.Err() != nil {
-			return
-		}
-		select {
-		case out <- fs:
-		case <-ctx.Done():
-			return
-		}
-	}
-}
-
-func (r *Reader) handle(ctx context.Context, cl *kgo.Client, c control, em source.Emitter) error {
+func (r *Reader) handle(ctx context.Context, f *fetchers, c control, em source.Emitter) error {
 	switch c.kind {
 	case ctlTrigger:
 		pos, err := encodePosition(r.positions, r.ids)
@@ -196,16 +154,17 @@ func (r *Reader) handle(ctx context.Context, cl *kgo.Client, c control, em sourc
 	case ctlAdd:
 		r.positions.Merge(c.add)
 		r.lag.setNext(c.add)
-		cl.AddConsumePartitions(toKgo(c.add))
+		return f.add(c.add)
 	}
 	return nil
 }
 
 // emit hands one fetch downstream in batches of at most BatchSize, answering
 // control messages between batches so a barrier is not held up by a large
-// fetch. Once suspended it drops the rest of the fetch: the position stays
-// after the last record emitted.
-func (r *Reader) emit(ctx context.Context, cl *kgo.Client, fs kgo.Fetches, em source.Emitter) error {
+// fetch. Once suspended it drops the rest of the fetch, and every fetch
+// after it, from any fetcher: the position stays after the last record
+// emitted.
+func (r *Reader) emit(ctx context.Context, f *fetchers, fs kgo.Fetches, em source.Emitter) error {
 	if r.suspended {
 		return nil
 	}
@@ -247,7 +206,7 @@ func (r *Reader) emit(ctx context.Context, cl *kgo.Client, fs kgo.Fetches, em so
 				return
 			}
 			batch = record.NewBatch(r.cfg.BatchSize)
-			err = r.drainControl(ctx, cl, em)
+			err = r.drainControl(ctx, f, em)
 		}
 	})
 	if err != nil {
@@ -263,17 +222,17 @@ func (r *Reader) emit(ctx context.Context, cl *kgo.Client, fs kgo.Fetches, em so
 	}
 	r.lag.fetched(fs, r.positions)
 	if share, changed := r.fetch.fetched(n, size); changed {
-		cl.UpdateFetchMaxBytes(r.cfg.FetchMaxBytes, share)
+		f.setShare(r.cfg.FetchMaxBytes, share)
 		r.log.Debug().Int32("partition_bytes", share).Msg("fetch size follows the records' size")
 	}
 	return nil
 }
 
-func (r *Reader) drainControl(ctx context.Context, cl *kgo.Client, em source.Emitter) error {
+func (r *Reader) drainControl(ctx context.Context, f *fetchers, em source.Emitter) error {
 	for {
 		select {
 		case c := <-r.control:
-			if err := r.handle(ctx, cl, c, em); err != nil {
+			if err := r.handle(ctx, f, c, em); err != nil {
 				return err
 			}
 		default:

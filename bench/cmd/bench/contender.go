@@ -54,6 +54,9 @@ type spec struct {
 	// this many processes with one config share the job's groupSlots
 	// slots; parallelism is then each slot's.
 	processes int
+	// fetchesInFlight, if not 0, is the connector's
+	// source.fetches_in_flight (--fetches-in-flight).
+	fetchesInFlight int
 }
 
 // result is what one run measured.
@@ -263,6 +266,7 @@ func (b *bench) launch(s spec, dir string, restore bool, logName string) (*proc,
 		}
 		cfg := filepath.Join(dir, "config.yaml")
 		if !restore {
+			s.fetchesInFlight = b.o.fetchesInFlight
 			if s.s3 {
 				s.sinkConfig = b.s3SinkConfig(s, dir)
 			}
@@ -350,6 +354,10 @@ func connectorConfig(s spec, dir, addr string) string {
 	if s.sinkConfig != "" {
 		sink = s.sinkConfig
 	}
+	fetches := "" // the connector's default
+	if s.fetchesInFlight > 0 {
+		fetches = fmt.Sprintf("\n  fetches_in_flight: %d", s.fetchesInFlight)
+	}
 	instances := ""
 	if s.processes > 0 {
 		instances = fmt.Sprintf("instances:\n  mode: group\n  slots: %d\n  session_timeout: %s\n", groupSlots, groupSessionTimeout)
@@ -361,7 +369,7 @@ kafka:
 source:
   topics: [%q]
   group: %s
-  start_offset: earliest
+  start_offset: earliest%s
 checkpoint:
   interval: %s
   timeout: 60s
@@ -380,7 +388,7 @@ sink:
   %s
 http:
   addr: %s
-%s`, s.label, name, "${KAFKA_BROKERS}", s.topic.Name, name, s.interval, s.mode,
+%s`, s.label, name, "${KAFKA_BROKERS}", s.topic.Name, name, fetches, s.interval, s.mode,
 		filepath.Join(dir, "data", "checkpoints"), filepath.Join(dir, "data", "state"),
 		s.parallelism, keyBy, transforms, sink, addr, instances)
 }

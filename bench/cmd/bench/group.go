@@ -67,6 +67,7 @@ func (b *bench) groupDrain(s spec) *result {
 	// Every config is written before any process starts, so that they
 	// start within a few milliseconds of each other.
 	var cfgs, addrs, logs []string
+	s.fetchesInFlight = b.o.fetchesInFlight
 	for i := range s.processes {
 		addr, err := freeAddr()
 		if err != nil {

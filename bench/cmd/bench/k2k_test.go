@@ -55,10 +55,17 @@ func TestDrainEndsWhenEveryPartitionsLSOPassedItsLastRecord(t *testing.T) {
 // on the run's output topic.
 func TestK2KConnectorConfigIsValid(t *testing.T) {
 	s := spec{label: "connector-k2k", kind: "connector", topic: topic{Name: "bench-k2k-v2-100b-500000", Records: 500000, Size: 100},
-		parallelism: 2, mode: "exactly_once", interval: time.Second, k2k: true, outTopic: "bench-k2k-out-x"}
+		parallelism: 2, mode: "exactly_once", interval: time.Second, k2k: true, outTopic: "bench-k2k-out-x", fetchesInFlight: 3}
 	text := connectorConfig(s, t.TempDir(), "127.0.0.1:0")
 	if !strings.Contains(text, "type: kafka\n  topic: bench-k2k-out-x\n") {
 		t.Errorf("config has no kafka sink on the output topic:\n%s", text)
+	}
+	if !strings.Contains(text, "\n  fetches_in_flight: 3\n") {
+		t.Errorf("--fetches-in-flight 3: config has no fetches_in_flight: 3 in its source:\n%s", text)
+	}
+	s.fetchesInFlight = 0
+	if d := connectorConfig(s, t.TempDir(), "127.0.0.1:0"); strings.Contains(d, "fetches_in_flight") {
+		t.Errorf("--fetches-in-flight 0: config sets fetches_in_flight, want the connector's default:\n%s", d)
 	}
 	job, err := config.Parse("k2k.yaml", []byte(text), func(k string) (string, bool) {
 		if k == "KAFKA_BROKERS" {

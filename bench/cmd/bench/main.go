@@ -97,6 +97,9 @@ type options struct {
 	flinkParquetCP string
 	flinkParquetTo string
 	s3RollSize     int // MiB
+	// fetchesInFlight is the connector's source.fetches_in_flight; 0
+	// leaves the connector's default.
+	fetchesInFlight int
 }
 
 func main() {
@@ -141,6 +144,7 @@ func main() {
 	flag.IntVar(&o.s3PID, "s3-pid", 0, "S3 experiments: the `pid` of the S3 server, to measure its CPU")
 	flag.StringVar(&o.flinkParquetCP, "flink-parquet-classpath", "", "flink-parquet: class `path` of the Flink Parquet job (bench/flink jar and its dependencies with flink-parquet and flink-s3-fs-hadoop)")
 	flag.IntVar(&o.s3RollSize, "s3-roll-size-mib", 128, "S3 experiments: the connector's roll_size (s3 and file sinks) and raw-s3's object size, in MiB")
+	flag.IntVar(&o.fetchesInFlight, "fetches-in-flight", 0, "the connector's source.fetches_in_flight (0: the connector's default)")
 	flag.StringVar(&o.flinkParquetTo, "flink-parquet-to", "s3", "flink-parquet: write to s3 (the bucket, through flink-s3-fs-hadoop) or local (files)")
 	pgRecords := flag.String("pg-records", "5000000", "PostgreSQL experiments: rows of each drain (a topic each)")
 	from := flag.String("from", "", "run nothing: report the results.json `file` of an earlier run again")
@@ -204,6 +208,9 @@ func main() {
 	}
 	if o.s3RollSize < 5 {
 		fatal(fmt.Errorf("--s3-roll-size-mib: %d is less than S3's least part size (5)", o.s3RollSize))
+	}
+	if o.fetchesInFlight < 0 {
+		fatal(fmt.Errorf("--fetches-in-flight: %d is negative", o.fetchesInFlight))
 	}
 	if o.flinkParquetTo != "s3" && o.flinkParquetTo != "local" {
 		fatal(fmt.Errorf("--flink-parquet-to: %q is neither s3 nor local", o.flinkParquetTo))
