@@ -107,24 +107,37 @@ func (c *DedupConfig) problems() []error {
 // record up to a TTL older than the newest seen (skew between partitions)
 // finds every window that began within a TTL before it. A record more than
 // a TTL older than the newest may miss a window whose bucket is gone, and
-// be kept.
+// be kept; the buckets such records write into again are removed once no
+// record came to them for a while (staleEvery), so that a backlog whose
+// partitions drift apart in time does not pile them up.
 //
 // Most lookups are for values not seen within the TTL, and a KV lookup
 // costs an iterator per level even for an absent key. So a Dedup keeps, per
-// bucket, its values' hashes in memory (index), each with the latest
-// first sighting of the values of that hash (dedupindex.go), and reads the
-// KV only when that sighting is within the TTL (a repeat, or another value
-// sharing its fingerprint), or for a bucket whose index grew past indexCap
-// values (then dropped, to bound memory). An entry past its TTL in a bucket
-// means every entry of the value in that bucket and older ones is too. At
-// its first record it builds the index by scanning the KV (KV.Scan: after
-// a restore, the state of the checkpoint), and takes the newest first
-// sighting there as the newest record time seen.
+// bucket, an index in memory (dedupindex.go) of its values' hashes, and
+// reads the KV only for an entry of the value's hash that may be within the
+// TTL (a repeat, or another value sharing its fingerprint). At its first
+// record it builds the index by scanning the KV (KV.Scan: after a restore,
+// the state of the checkpoint), and takes the newest first sighting there
+// as the newest record time seen.
+//
+// A bucket's entries are numbered in the order they are written, and the
+// number, not the value, is in the key: the KV receives its keys in
+// ascending order, so the sorted runs it writes (Pebble's memtable flushes)
+// do not overlap and are not merged and rewritten again and again while
+// they live (in the dedup of bench/, the rewriting of value-ordered keys
+// took half the CPU). The value is in the entry, and a lookup compares it.
+// Past indexCap values in a bucket, and in state of earlier versions,
+// entries are keyed by value instead; a Bloom filter of their hashes keeps
+// most lookups of new values from reading them.
 //
 //	key:   "transform/dedup/" Name "/" 0x00, bucket (int64 big-endian, sign
-//	       bit flipped: buckets sort in time order), then, for a string,
-//	       '"' and its decoded content; for anything else, its JSON text
-//	value: 0x01 (format version), first seen as int64 big-endian Unix ms
+//	       bit flipped: buckets sort in time order), then
+//	       numbered: 0x01 and the entry's number (uint32 big-endian);
+//	       by value: for a string, '"' and its decoded content; for
+//	       anything else, its JSON text (never 0x01 first)
+//	value: numbered: 0x02 (format), first seen (int64 big-endian Unix ms),
+//	       the value as in a by-value key;
+//	       by value: 0x01 (format), first seen
 //
 // Earlier versions kept one entry per value, without bucket ("transform/
 // dedup/" Name "/" then the value), never removed. A Dedup that finds some
@@ -144,19 +157,24 @@ type Dedup struct {
 	useKeyField bool
 
 	started   bool
-	maxSeen   int64 // the newest record time seen, ms
-	expiredTo int64 // buckets below it were expired, once started
-	legacy    bool  // unbucketed entries of earlier versions are read, until
-	legacyEnd int64 // maxSeen reaches this
+	maxSeen   int64  // the newest record time seen, ms
+	expiredTo int64  // buckets below it were expired, once started
+	records   uint64 // records that had a value, for expireStale
+	legacy    bool   // unbucketed entries of earlier versions are read, until
+	legacyEnd int64  // maxSeen reaches this
 	index     index
-	hash      uint64 // the current value's
+	hash      uint64   // the current value's
+	ent       []byte   // scratch: a numbered entry's value
+	cands     []uint32 // scratch: entry numbers to read
 }
 
 var _ Transform = (*Dedup)(nil)
 
 const (
-	dedupFormat = 1
-	bucketTag   = 0x00 // after the namespace: a bucketed entry
+	dedupFormat  = 1    // a by-value entry's value
+	numberFormat = 2    // a numbered entry's value
+	bucketTag    = 0x00 // after the namespace: a bucketed entry
+	numberTag    = 0x01 // after the bucket: a numbered entry
 )
 
 // NewDedup validates cfg and returns its Dedup, keeping state in kv.
@@ -171,7 +189,7 @@ func NewDedup(cfg DedupConfig, kv KV) (*Dedup, error) {
 	}
 	path := strings.Split(cfg.Key, ".")
 	ns := []byte("transform/dedup/" + cfg.Name + "/")
-	return &Dedup{path: path, ttl: cfg.TTL.Milliseconds(), kv: kv, ns: ns, index: index{seed: maphash.MakeSeed(), width: cfg.TTL.Milliseconds()}}, nil
+	return &Dedup{path: path, ttl: cfg.TTL.Milliseconds(), kv: kv, ns: ns, index: index{seed: maphash.MakeSeed()}}, nil
 }
 
 func badNameRune(r rune) bool {
@@ -223,15 +241,26 @@ func (t *Dedup) applyDoc(r *record.Record, d *document) (bool, error) {
 	if seen && now < first+t.ttl {
 		return false, nil
 	}
+	b := t.bucket(now)
+	if err := t.write(b, now); err != nil {
+		return false, fmt.Errorf("%w: dedup set: %w", ErrState, err)
+	}
+	return true, nil
+}
+
+// write stores the current value's first sighting at now in bucket b: a
+// numbered entry while the bucket's index has room, else a by-value one.
+func (t *Dedup) write(b, now int64) error {
+	s := t.index.open(b)
+	s.touched = t.records
+	if n, numbered := s.add(t.hash, now); numbered {
+		t.ent = append(binary.BigEndian.AppendUint64(append(t.ent[:0], numberFormat), uint64(now)), t.val...)
+		return t.kv.Set(t.numberKey(b, n), t.ent)
+	}
 	var v [9]byte
 	v[0] = dedupFormat
 	binary.BigEndian.PutUint64(v[1:], uint64(now))
-	b := t.bucket(now)
-	if err := t.kv.Set(t.bucketKey(b), v[:]); err != nil {
-		return false, fmt.Errorf("%w: dedup set: %w", ErrState, err)
-	}
-	t.index.add(b, t.hash, now)
-	return true, nil
+	return t.kv.Set(t.bucketKey(b), v[:])
 }
 
 // bucket is the time bucket of record time ms.
@@ -249,14 +278,22 @@ func (t *Dedup) bucketPrefix(dst []byte, b int64) []byte {
 	return binary.BigEndian.AppendUint64(dst, uint64(b)^1<<63)
 }
 
-// bucketKey is the key of the current value in bucket b, in t.key.
+// bucketKey is the key of the current value's by-value entry in bucket
+// b, in t.key.
 func (t *Dedup) bucketKey(b int64) []byte {
 	t.key = append(t.bucketPrefix(t.key[:0], b), t.val...)
 	return t.key
 }
 
-// lookup finds the current value's window: its first sighting in the
-// newest bucket that has one, of those that can matter at record time now.
+// numberKey is the key of entry n of bucket b, in t.key.
+func (t *Dedup) numberKey(b int64, n uint32) []byte {
+	t.key = binary.BigEndian.AppendUint32(append(t.bucketPrefix(t.key[:0], b), numberTag), n)
+	return t.key
+}
+
+// lookup finds the current value's window: its latest first sighting in
+// the newest bucket that has one, of those that can matter at record time
+// now.
 func (t *Dedup) lookup(now int64) (first int64, seen bool, err error) {
 	b := t.bucket(now)
 	from := b
@@ -265,30 +302,58 @@ func (t *Dedup) lookup(now int64) (first int64, seen bool, err error) {
 	}
 buckets:
 	for c := from; c >= b-1; c-- {
-		switch t.index.lookup(c, t.hash, now-t.ttl) {
-		case absent:
+		s := t.index.sets[c]
+		if s == nil {
 			continue
-		case expired:
-			break buckets
 		}
-		if first, seen, err = t.get(t.bucketKey(c)); seen || err != nil {
-			return first, seen, err
+		s.touched = t.records
+		var expired bool
+		t.cands, expired = s.numbered(t.hash, now-t.ttl, t.cands[:0])
+		for _, n := range t.cands {
+			f, ok, err := t.get(t.numberKey(c, n), true)
+			if err != nil {
+				return 0, false, err
+			}
+			if ok && (!seen || f > first) {
+				first, seen = f, true
+			}
+		}
+		if s.mayHoldByValue(t.hash) {
+			f, ok, err := t.get(t.bucketKey(c), false)
+			if err != nil {
+				return 0, false, err
+			}
+			if ok && (!seen || f > first) {
+				first, seen = f, true
+			}
+		}
+		switch {
+		case seen:
+			return first, true, nil
+		case expired: // and so is every entry of older buckets
+			break buckets
 		}
 	}
 	if t.legacy {
 		t.key = append(append(t.key[:0], t.ns...), t.val...)
-		return t.get(t.key)
+		return t.get(t.key, false)
 	}
 	return 0, false, nil
 }
 
-// get reads an entry's first sighting.
-func (t *Dedup) get(k []byte) (first int64, ok bool, err error) {
+// get reads the first sighting of the entry under key k: a numbered one
+// (whose value must be the current value's) or a by-value one.
+func (t *Dedup) get(k []byte, numbered bool) (first int64, ok bool, err error) {
 	v, ok, err := t.kv.Get(k)
 	if err != nil || !ok {
 		return 0, false, err
 	}
-	if len(v) != 9 || v[0] != dedupFormat {
+	switch {
+	case numbered && len(v) >= 9 && v[0] == numberFormat:
+		if !bytes.Equal(v[9:], t.val) {
+			return 0, false, nil // another value of the same fingerprint
+		}
+	case numbered || len(v) != 9 || v[0] != dedupFormat:
 		return 0, false, fmt.Errorf("dedup entry %q: unknown format (%d bytes)", k, len(v))
 	}
 	return int64(binary.BigEndian.Uint64(v[1:])), true, nil
@@ -308,15 +373,15 @@ func (t *Dedup) advance(now int64) error {
 	}
 	t.maxSeen = max(t.maxSeen, now)
 	if keep := t.bucket(t.maxSeen) - 2; keep > t.expiredTo {
-		// From the first bucket, not from expiredTo: a range deletion of
-		// everything below keep lets Pebble drop and compact the older
-		// files wholesale (with one bucket at a time, bench/state-growth
-		// saw the state grow: partly covered files were never compacted).
-		if err := t.kv.Expire(t.bucketPrefix(nil, math.MinInt64), t.bucketPrefix(nil, keep)); err != nil {
+		if err := t.expireBelow(keep); err != nil {
 			return err
 		}
 		t.expiredTo = keep
-		t.index.expire(keep)
+	}
+	if t.records++; t.records%staleEvery == 0 {
+		if err := t.expireStale(); err != nil {
+			return err
+		}
 	}
 	if t.legacy && t.maxSeen >= t.legacyEnd {
 		lo, hi := t.legacySpan()
@@ -324,6 +389,42 @@ func (t *Dedup) advance(now int64) error {
 			return err
 		}
 		t.legacy = false
+	}
+	return nil
+}
+
+// expireBelow removes the buckets below b from the KV and the index. From
+// the first bucket, not from the last expired: a range deletion of
+// everything below b lets Pebble drop and compact the older files
+// wholesale (with one bucket at a time, bench/state-growth saw the state
+// grow: partly covered files were never compacted).
+func (t *Dedup) expireBelow(b int64) error {
+	if err := t.kv.Expire(t.bucketPrefix(nil, math.MinInt64), t.bucketPrefix(nil, b)); err != nil {
+		return err
+	}
+	t.index.expire(b)
+	return nil
+}
+
+// staleEvery is how often (in records) a Dedup looks for stale buckets:
+// buckets below the expired ones, which records far behind the newest (a
+// partition lagging in a backlog) wrote into again, and which no record
+// read or wrote since the previous look. The newest's next bucket would
+// expire them; until then (at the end of a backlog: never) they would
+// pile up. A record that comes back to a stale bucket after it went may
+// miss a window, as any record more than a TTL older than the newest may.
+var staleEvery uint64 = 1 << 16 // a variable for tests
+
+// expireStale removes the stale buckets (see staleEvery).
+func (t *Dedup) expireStale() error {
+	for b, s := range t.index.sets {
+		if b >= t.expiredTo || s.touched+staleEvery > t.records {
+			continue
+		}
+		if err := t.kv.Expire(t.bucketPrefix(nil, b), t.bucketPrefix(nil, b+1)); err != nil {
+			return err
+		}
+		delete(t.index.sets, b)
 	}
 	return nil
 }
@@ -339,19 +440,34 @@ func (t *Dedup) load(now int64) error {
 	t.maxSeen, t.expiredTo = now, math.MinInt64
 	lo := t.bucketPrefix(nil, math.MinInt64)
 	hi := append(slices.Clone(t.ns), bucketTag+1)
-	head := len(lo) // namespace, tag, bucket: the value follows
+	head := len(lo) // namespace, tag, bucket: a number or the value follows
 	err := t.kv.Scan(lo, hi, func(key, v []byte) error {
-		if len(key) <= head || len(v) != 9 || v[0] != dedupFormat {
+		bad := len(key) <= head || len(v) < 9
+		numbered := !bad && key[head] == numberTag
+		switch {
+		case numbered:
+			bad = len(key) != head+5 || v[0] != numberFormat || binary.BigEndian.Uint32(key[head+1:]) >= 1<<31
+		case !bad:
+			bad = len(v) != 9 || v[0] != dedupFormat
+		}
+		if bad {
 			return fmt.Errorf("dedup entry %q: unknown format (%d bytes of key, %d of value)", key, len(key), len(v))
 		}
-		b := int64(binary.BigEndian.Uint64(key[len(t.ns)+1:]) ^ 1<<63)
+		s := t.index.open(int64(binary.BigEndian.Uint64(key[len(t.ns)+1:]) ^ 1<<63))
 		first := int64(binary.BigEndian.Uint64(v[1:]))
-		t.index.add(b, maphash.Bytes(t.index.seed, key[head:]), first)
+		if numbered {
+			s.put(maphash.Bytes(t.index.seed, v[9:])>>32, binary.BigEndian.Uint32(key[head+1:]), first)
+		} else {
+			s.loaded = append(s.loaded, uint32(maphash.Bytes(t.index.seed, key[head:])>>32))
+		}
 		t.maxSeen = max(t.maxSeen, first)
 		return nil
 	})
 	if err != nil {
 		return err
+	}
+	for _, s := range t.index.sets {
+		s.seal()
 	}
 	legacy, newest := false, int64(math.MinInt64)
 	lo, hi = t.legacySpan()

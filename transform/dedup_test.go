@@ -177,6 +177,41 @@ func TestDedupStateStaysBoundedWhenValuesNeverRepeat(t *testing.T) {
 	}
 }
 
+// Records far behind the newest one (partitions lagging in a backlog, at
+// the end of which the newest never moves again) do not pile up either: a
+// bucket they wrote into again, below the expired ones, goes once no record
+// came to it for staleEvery records. Their repeats within the TTL are still
+// dropped, each lagging stream's among its own.
+func TestDedupStateStaysBoundedBehindARecordFarAhead(t *testing.T) {
+	defer func(n uint64) { staleEvery = n }(staleEvery)
+	staleEvery = 128 // a TTL of the records below
+	kv := NewMemKV()
+	d := newDedup(t, kv, "d", "id", time.Minute)
+	mustApply(t, d, recAt(`{"id":"ahead"}`, t0.Add(3*time.Hour)))
+	most := 0
+	for i := range 3600 { // two streams an hour apart, a new id a second each
+		for _, lag := range []time.Duration{0, time.Hour} {
+			at := t0.Add(lag + time.Duration(i)*time.Second)
+			id := fmt.Sprintf(`{"id":"%v-%d"}`, lag, i)
+			if !mustApply(t, d, recAt(id, at)) {
+				t.Fatalf("%s dropped at its first sighting", id)
+			}
+			if i >= 59 {
+				id := fmt.Sprintf(`{"id":"%v-%d"}`, lag, i-59)
+				if mustApply(t, d, recAt(id, at)) {
+					t.Fatalf("%s kept 59 s after its first sighting (TTL 1m)", id)
+				}
+			}
+		}
+		most = max(most, kv.Len())
+	}
+	// Each stream: 3 buckets a lookup may read, and 2 more until they are
+	// found stale (128 records: a minute of the two streams' records).
+	if most > 2*5*60+1 {
+		t.Errorf("state held up to %d entries for two streams of 60 ids a TTL, want at most %d", most, 2*5*60+1)
+	}
+}
+
 // Entries written by earlier versions (one per value, no time bucket) are
 // still read, until the newest record is two TTLs past the newest of them;
 // then they are removed.
@@ -224,8 +259,8 @@ func (kv *countingKV) Get(k []byte) ([]byte, bool, error) { kv.gets++; return kv
 func TestDedupReadsTheKVOnlyForValuesItMayHaveSeen(t *testing.T) {
 	kv := &countingKV{MemKV: NewMemKV()}
 	d := newDedup(t, kv, "d", "id", time.Minute)
-	for i := range 100 {
-		if !mustApply(t, d, recAt(fmt.Sprintf(`{"id":%d}`, i), t0.Add(time.Duration(i)*time.Second))) {
+	for i := range 100 { // 10 ms apart
+		if !mustApply(t, d, recAt(fmt.Sprintf(`{"id":%d}`, i), t0.Add(time.Duration(i)*10*time.Millisecond))) {
 			t.Fatalf("id %d dropped at its first sighting", i)
 		}
 	}
@@ -233,17 +268,18 @@ func TestDedupReadsTheKVOnlyForValuesItMayHaveSeen(t *testing.T) {
 		t.Errorf("%d KV reads for 100 values never seen before, want 0", kv.gets)
 	}
 	if !mustApply(t, d, recAt(`{"id":10}`, t0.Add(100*time.Second))) || kv.gets != 0 {
-		t.Errorf("a value seen 90 s before (TTL 1m) was dropped, or read the KV (%d reads)", kv.gets)
+		t.Errorf("a value seen 99.9 s before (TTL 1m) was dropped, or read the KV (%d reads)", kv.gets)
 	}
-	if mustApply(t, d, recAt(`{"id":99}`, t0.Add(100*time.Second))) || kv.gets == 0 {
+	if mustApply(t, d, recAt(`{"id":99}`, t0.Add(50*time.Second))) || kv.gets == 0 {
 		t.Errorf("a repeat was kept, or found without reading the KV (%d reads)", kv.gets)
 	}
 
 	restarted := newDedup(t, kv, "d", "id", time.Minute)
-	for _, id := range []int{60, 99} {
-		if mustApply(t, restarted, recAt(fmt.Sprintf(`{"id":%d}`, id), t0.Add(101*time.Second))) {
-			t.Errorf("after a restart, a repeat of %d within the TTL was kept", id)
-		}
+	if mustApply(t, restarted, recAt(`{"id":10}`, t0.Add(101*time.Second))) {
+		t.Error("after a restart, a repeat within the TTL (of id 10's window begun at +100 s) was kept")
+	}
+	if !mustApply(t, restarted, recAt(`{"id":60}`, t0.Add(101*time.Second))) {
+		t.Error("after a restart, a value past its TTL (id 60, first seen at +0.6 s) was dropped")
 	}
 	kv.gets = 0
 	if !mustApply(t, restarted, recAt(`{"id":1000}`, t0.Add(101*time.Second))) || kv.gets != 0 {
@@ -275,7 +311,7 @@ func TestDedupReadsTheKVOnlyForValuesItMayHaveSeen(t *testing.T) {
 			t.Errorf("the repeat %s in a bucket past indexCap was kept", id)
 		}
 	}
-	for i := range 20 { // 90 values: past the filter's 80
+	for i := range 30 { // 90 by value (past the 10 numbered): past the filter's 80
 		mustApply(t, full, recAt(fmt.Sprintf(`{"id":"more-%d"}`, i), t0))
 	}
 	fkv.gets = 0

@@ -2,78 +2,42 @@ package transform
 
 import (
 	"hash/maphash"
-	"math"
+	"slices"
 )
 
-// indexCap is the most values a bucket's index holds (a table of 32 MB
-// at the most); beyond it the table gives way to a Bloom filter of the
-// values' fingerprints, sized for bloomFactor times as many (10 bits a
-// value: 20 MB), which still answers "absent" for most new values; past
-// that too, every lookup in the bucket reads the KV.
+// indexCap is the most values a bucket's table holds (a table of 32 MB at
+// the most). Past it, the bucket's new values are written by value, and a
+// Bloom filter of their fingerprints, sized for bloomFactor times as many
+// (10 bits a value: 20 MB), says which of them a lookup must read; past
+// that too, every lookup in the bucket reads the KV by value.
 var indexCap = 1 << 21 // a variable for tests
 
 const bloomFactor = 8
 
-// index is a Dedup's in-memory knowledge of its buckets (dedup.go): for
-// each, the hashes of its values with the latest first sighting of the
-// values of each hash. Once built (reset, at the Dedup's first record,
-// then what the KV holds added) it knows every bucket; before, none.
+// blockShift: a bucket keeps, for each block of 1<<blockShift entry
+// numbers, the latest first sighting of the entries numbered up to the
+// block's end (bucketIndex.latest).
+const blockShift = 6
+
+// index is a Dedup's in-memory knowledge of its buckets (dedup.go). It is
+// built at the Dedup's first record from what the KV holds (the Dedup's
+// load) and kept up to date by every write after that.
 type index struct {
-	seed  maphash.Seed           // the process's: the index is built at every start
-	width int64                  // a bucket's width, ms (the TTL)
-	sets  map[int64]*bucketIndex // nil before reset: every bucket unknown
+	seed maphash.Seed // the process's: the index is built at every start
+	sets map[int64]*bucketIndex
 }
 
-// What index.lookup knows of a value in a bucket.
-const (
-	absent  = iota // no value of its hash there
-	expired        // only values of its hash first seen before the cut-off
-	unknown        // read the KV
-)
+// reset empties the index; the caller adds what the KV holds.
+func (x *index) reset() { x.sets = make(map[int64]*bucketIndex) }
 
-// reset starts an empty index that knows every bucket: the caller adds
-// what the KV holds.
-func (x *index) reset() {
-	x.sets = make(map[int64]*bucketIndex)
-}
-
-// lookup says what bucket b may hold of a value of hash h, for a lookup
-// whose windows must have begun after cutoff (ms).
-func (x *index) lookup(b int64, h uint64, cutoff int64) int {
-	if x.sets == nil {
-		return unknown
-	}
-	s := x.sets[b]
-	switch {
-	case s == nil:
-		return absent
-	case s.full:
-		if s.bloom != nil && !s.bloom.has(h>>32) {
-			return absent
-		}
-		return unknown
-	}
-	latest, ok := s.get(h)
-	switch {
-	case !ok:
-		return absent
-	case latest <= cutoff:
-		return expired
-	}
-	return unknown
-}
-
-// add records that bucket b holds a value of hash h first seen at first.
-func (x *index) add(b int64, h uint64, first int64) {
-	if x.sets == nil {
-		return
-	}
+// open returns bucket b's index, made empty if the bucket had none.
+func (x *index) open(b int64) *bucketIndex {
 	s := x.sets[b]
 	if s == nil {
-		s = newBucketIndex(b, x.width)
+		s = &bucketIndex{slots: make([]uint64, 1024)}
 		x.sets[b] = s
 	}
-	s.put(h, first)
+	return s
 }
 
 // expire forgets the buckets below keep, which the KV no longer holds.
@@ -85,71 +49,163 @@ func (x *index) expire(keep int64) {
 	}
 }
 
-// bucketIndex is one bucket's index: an open-addressing table of 8-byte
-// slots, a 32-bit fingerprint of the value's hash (its high half) and the
-// latest first sighting of the values of that fingerprint, as units of res
-// ms after the bucket's start, rounded up, plus one (0: an empty slot).
-// Rounding up and merging values that share a fingerprint only ever make a
-// sighting look later, and a lookup that finds one within the TTL reads
-// the KV: the index may send a lookup to the KV needlessly, never skip one
-// it needs. 11 to 21 bytes a value (the table is 3/8 to 3/4 full), against
-// about 40 in a Go map.
+// bucketIndex is one bucket's index. A bucket's values are numbered
+// entries (n = 0, 1, 2, ... in the order the Dedup wrote them, the number
+// in the KV key) until the table holds indexCap values; then by-value
+// entries (the value in the KV key).
+//
+// For numbered entries, an open-addressing table of 8-byte slots maps a
+// 32-bit fingerprint of the value's hash (its high half) to the number of
+// the latest entry of that fingerprint, plus one (0: an empty slot); the
+// numbers of its earlier entries, if any (another value sharing the
+// fingerprint, or the same value in another key group), are in over. The
+// entries' first sightings are not kept one by one: latest holds, per block
+// of numbers, the latest first sighting of any entry numbered up to the
+// block's end, an upper bound for each of them. A lookup reads the KV for
+// the entries of the value's fingerprint whose bound is within the TTL and
+// compares the values: the index may send a lookup to the KV needlessly,
+// never skip one it needs. 11 to 21 bytes a value (the table is 3/8 to 3/4
+// full), against about 40 in a Go map.
 type bucketIndex struct {
-	start, res int64
-	slots      []uint64
-	n          int
-	full       bool  // past indexCap values: the table is dropped
-	bloom      bloom // once full: the fingerprints of every value put; nil past its capacity
+	slots  []uint64
+	n      int    // fingerprints in slots
+	next   uint32 // the number of the next entry
+	latest []int64
+	over   map[uint32][]uint32
+	// touched is the Dedup's record count when a lookup or a write last
+	// came to the bucket (Dedup.expireStale).
+	touched uint64
+
+	// By-value entries: written past indexCap, or by earlier versions.
+	byValue bool
+	bloom   bloom    // their fingerprints; nil with byValue: unknown
+	loaded  []uint32 // their fingerprints while the Dedup loads (seal)
 }
 
-func newBucketIndex(b, width int64) *bucketIndex {
-	return &bucketIndex{start: b * width, res: max(1, width>>32+1), slots: make([]uint64, 1024)}
+// add numbers a new entry of a value of hash h, first seen at first, and
+// returns its number; numbered is false when the table is full and the
+// entry is to be written by value instead (then it is put in the filter).
+func (s *bucketIndex) add(h uint64, first int64) (n uint32, numbered bool) {
+	if s.n >= indexCap {
+		s.putByValue(h>>32, bloomFactor*indexCap)
+		return 0, false
+	}
+	n = s.next
+	s.put(h>>32, n, first)
+	return n, true
 }
 
-// get returns the latest first sighting (rounded up) of hash h's
-// fingerprint.
-func (s *bucketIndex) get(h uint64) (latest int64, ok bool) {
-	fp, mask := h>>32, uint64(len(s.slots)-1)
+// put records the numbered entry n of fingerprint fp, first seen at first.
+// Numbers may come in any order (a load); next ends past the largest.
+func (s *bucketIndex) put(fp uint64, n uint32, first int64) {
+	s.next = max(s.next, n+1)
+	blk := int(n >> blockShift)
+	for len(s.latest) <= blk {
+		prev := int64(-1 << 63)
+		if len(s.latest) > 0 {
+			prev = s.latest[len(s.latest)-1]
+		}
+		s.latest = append(s.latest, prev)
+	}
+	for i := blk; i < len(s.latest) && s.latest[i] < first; i++ { // bounds of later blocks too
+		s.latest[i] = first
+	}
+	mask := uint64(len(s.slots) - 1)
 	for i := fp & mask; ; i = (i + 1) & mask {
 		switch v := s.slots[i]; {
 		case v == 0:
-			return 0, false
-		case v>>32 == fp:
-			return s.start + (int64(v&math.MaxUint32)-1)*s.res, true
-		}
-	}
-}
-
-// put records a value of hash h first seen at first, keeping the latest
-// sighting of its fingerprint.
-func (s *bucketIndex) put(h uint64, first int64) {
-	if s.full {
-		if s.bloom != nil && !s.bloom.add(h>>32) {
-			s.bloom = nil // too many values for it to tell: unknown
-		}
-		return
-	}
-	units := uint64(min(max((first-s.start+s.res-1)/s.res, 0), math.MaxUint32-1)) + 1
-	fp, mask := h>>32, uint64(len(s.slots)-1)
-	for i := fp & mask; ; i = (i + 1) & mask {
-		switch v := s.slots[i]; {
-		case v == 0:
-			if s.n >= indexCap {
-				s.toBloom()
-				s.bloom.add(fp)
-				return
-			}
-			s.slots[i] = fp<<32 | units
+			s.slots[i] = fp<<32 | uint64(n) + 1
 			if s.n++; s.n*4 > len(s.slots)*3 {
 				s.grow()
 			}
 			return
 		case v>>32 == fp:
-			if units > v&math.MaxUint32 {
-				s.slots[i] = fp<<32 | units
+			had := uint32(v) - 1
+			if n == had {
+				return // the same entry again (a key in two key groups)
 			}
+			if n > had {
+				s.slots[i] = fp<<32 | uint64(n) + 1
+				had, n = n, had
+			}
+			if s.over == nil {
+				s.over = make(map[uint32][]uint32)
+			}
+			s.over[uint32(fp)] = append(s.over[uint32(fp)], n)
 			return
 		}
+	}
+}
+
+// bound is an upper bound of entry n's first sighting.
+func (s *bucketIndex) bound(n uint32) int64 { return s.latest[n>>blockShift] }
+
+// numbered appends to dst the numbers of the entries of h's fingerprint
+// whose first sighting may be after cutoff, latest first. expired says
+// that the fingerprint has entries and none of them can be after cutoff:
+// every entry of the value in this bucket (numbered or not) and in older
+// ones was first seen at cutoff or before.
+func (s *bucketIndex) numbered(h uint64, cutoff int64, dst []uint32) (_ []uint32, expired bool) {
+	fp, mask := h>>32, uint64(len(s.slots)-1)
+	for i := fp & mask; ; i = (i + 1) & mask {
+		switch v := s.slots[i]; {
+		case v == 0:
+			return dst, false
+		case v>>32 == fp:
+			n := uint32(v) - 1
+			if s.bound(n) <= cutoff {
+				return dst, true // the latest entry's, so every one's
+			}
+			dst = append(dst, n)
+			older := s.over[uint32(fp)]
+			for j := len(older) - 1; j >= 0; j-- {
+				if s.bound(older[j]) > cutoff {
+					dst = append(dst, older[j])
+				}
+			}
+			return dst, false
+		}
+	}
+}
+
+// mayHoldByValue says whether the bucket may hold a by-value entry of a
+// value of hash h.
+func (s *bucketIndex) mayHoldByValue(h uint64) bool {
+	return s.byValue && (s.bloom == nil || s.bloom.has(h>>32))
+}
+
+// putByValue records a by-value entry of fingerprint fp, in a filter made
+// for capacity fingerprints if the bucket has none yet.
+func (s *bucketIndex) putByValue(fp uint64, capacity int) {
+	if !s.byValue {
+		s.byValue, s.bloom = true, newBloom(capacity)
+	}
+	if s.bloom != nil && !s.bloom.add(fp) {
+		s.bloom = nil // too many values for it to tell: unknown
+	}
+}
+
+// seal ends a load: the by-value fingerprints go into a filter sized for
+// twice as many (and at least for what may be added past indexCap), and
+// the bounds of the numbered entries, gathered in any order, become
+// running maxima.
+func (s *bucketIndex) seal() {
+	if s.loaded != nil {
+		capacity := 2 * len(s.loaded)
+		if s.n >= indexCap {
+			capacity = max(capacity, bloomFactor*indexCap)
+		}
+		for _, fp := range s.loaded {
+			s.putByValue(uint64(fp), capacity)
+		}
+		s.loaded = nil
+	}
+	for i := 1; i < len(s.latest); i++ {
+		s.latest[i] = max(s.latest[i], s.latest[i-1])
+	}
+	for fp, older := range s.over {
+		slices.Sort(older) // latest last, as numbered reads them
+		s.over[fp] = older
 	}
 }
 
@@ -170,17 +226,6 @@ func (s *bucketIndex) grow() {
 			}
 		}
 	}
-}
-
-// toBloom replaces the table by a Bloom filter of its fingerprints.
-func (s *bucketIndex) toBloom() {
-	s.bloom = newBloom(bloomFactor * indexCap)
-	for _, v := range s.slots {
-		if v != 0 {
-			s.bloom.add(v >> 32)
-		}
-	}
-	s.full, s.slots = true, nil
 }
 
 // bloom is a blocked Bloom filter of 32-bit fingerprints: each sets 6 bits

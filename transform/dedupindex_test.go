@@ -2,58 +2,101 @@ package transform
 
 import (
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
-// A bucket's index answers, for every fingerprint put (the high half of a
-// value's hash), the latest first sighting put under it, rounded up to its
-// resolution and never earlier; for every other, absent. It grows past its
-// first table, and at indexCap values it drops its table (lookups read the
-// KV).
-func TestBucketIndexKeepsTheLatestSightingPerFingerprint(t *testing.T) {
-	for _, width := range []int64{60_000, 400 * 24 * 3600 * 1000} { // a minute; 400 days, past 2^32 ms
-		rng := rand.New(rand.NewPCG(1, uint64(width)))
-		s := newBucketIndex(7, width)
-		want := map[uint64]int64{} // fingerprint -> latest first sighting
-		for range 50_000 {
-			h, first := rng.Uint64(), 7*width+rng.Int64N(width)
-			s.put(h, first)
-			if old, ok := want[h>>32]; !ok || first > old {
-				want[h>>32] = first
-			}
-			if rng.IntN(4) == 0 { // the same value again, later or earlier
-				again := 7*width + rng.Int64N(width)
-				s.put(h, again)
-				want[h>>32] = max(want[h>>32], again)
-			}
+// A bucket's index, asked for a fingerprint (the high half of a value's
+// hash) and a cut-off, names every entry of that fingerprint first seen
+// after the cut-off (it may name more), latest first; it answers "expired"
+// only when every entry of the fingerprint was first seen at the cut-off
+// or before. Built entry by entry (a running Dedup, times jittered as
+// records of several partitions are) or from the same entries in any order
+// (a load), with fingerprints shared by several entries.
+func TestBucketIndexNamesEveryEntryThatMayBeWithinTheCutoff(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	type entry struct {
+		n     uint32
+		first int64
+	}
+	fps := make([]uint64, 20_000)
+	for i := range fps {
+		fps[i] = rng.Uint64() >> 32
+	}
+	byFP := map[uint64][]entry{}
+	var all []entry
+	var fpOf []uint64
+	running := &bucketIndex{slots: make([]uint64, 1024)}
+	for i := range 60_000 {
+		fp := fps[rng.IntN(len(fps))] // about three entries a fingerprint
+		first := int64(i)*10 + rng.Int64N(500) - 250
+		n, numbered := running.add(fp<<32|rng.Uint64()>>32, first)
+		if !numbered || n != uint32(i) {
+			t.Fatalf("entry %d numbered %d (%v)", i, n, numbered)
 		}
-		if len(s.slots) <= 1024 {
-			t.Fatalf("width %d: the table did not grow (%d slots for %d values)", width, len(s.slots), s.n)
-		}
-		for fp, first := range want {
-			got, ok := s.get(fp << 32)
-			if !ok || got < first || got > first+s.res {
-				t.Fatalf("width %d: fingerprint %x: latest %d (found %v), want %d rounded up to %d ms", width, fp, got, ok, first, s.res)
-			}
-		}
-		for range 10_000 {
-			h := rng.Uint64()
-			if _, put := want[h>>32]; !put {
-				if _, ok := s.get(h); ok {
-					t.Fatalf("width %d: fingerprint %x never put, found", width, h>>32)
-				}
-			}
-		}
+		byFP[fp] = append(byFP[fp], entry{n, first})
+		all = append(all, entry{n, first})
+		fpOf = append(fpOf, fp)
+	}
+	loaded := &bucketIndex{slots: make([]uint64, 1024)}
+	for _, i := range rng.Perm(len(all)) {
+		loaded.put(fpOf[i], all[i].n, all[i].first)
+	}
+	loaded.seal()
+	if loaded.next != running.next || running.next != uint32(len(all)) {
+		t.Fatalf("next entry number %d after a load, %d running, want %d", loaded.next, running.next, len(all))
 	}
 
+	for name, s := range map[string]*bucketIndex{"running": running, "loaded": loaded} {
+		for range 20_000 {
+			fp := fps[rng.IntN(len(fps))]
+			cutoff := rng.Int64N(600_000)
+			got, expired := s.numbered(fp<<32, cutoff, nil)
+			if !slices.IsSortedFunc(got, func(a, b uint32) int { return int(b) - int(a) }) {
+				t.Fatalf("%s: fingerprint %x: entries %v, not latest first", name, fp, got)
+			}
+			for _, e := range byFP[fp] {
+				if e.first > cutoff && (expired || !slices.Contains(got, e.n)) {
+					t.Fatalf("%s: fingerprint %x, cut-off %d: entry %d first seen at %d not named (named %v, expired %v)",
+						name, fp, cutoff, e.n, e.first, got, expired)
+				}
+			}
+			if expired && len(got) > 0 {
+				t.Fatalf("%s: expired, and entries named: %v", name, got)
+			}
+		}
+		absent := uint64(0xdead_beef)
+		for slices.Contains(fps, absent) {
+			absent++
+		}
+		if got, expired := s.numbered(absent<<32, 0, nil); len(got) != 0 || expired {
+			t.Errorf("%s: a fingerprint never put: named %v, expired %v", name, got, expired)
+		}
+	}
+}
+
+// At indexCap fingerprints a bucket numbers no more entries: they are
+// written by value, and a Bloom filter says which lookups must read them.
+func TestBucketIndexPastItsCapWritesByValue(t *testing.T) {
 	defer func(c int) { indexCap = c }(indexCap)
 	indexCap = 100
-	x := index{width: 60_000}
-	x.reset()
-	for i := range uint64(101) {
-		x.add(3, i<<32, 3*60_000)
+	s := &bucketIndex{slots: make([]uint64, 1024)}
+	for i := range uint64(100) {
+		if _, numbered := s.add(i<<32, 0); !numbered {
+			t.Fatalf("entry %d of 100 not numbered", i)
+		}
 	}
-	if got := x.lookup(3, 5<<32, 0); got != unknown {
-		t.Errorf("a bucket past indexCap answers %d, want unknown (%d)", got, unknown)
+	for i := uint64(100); i < 110; i++ {
+		if _, numbered := s.add(i<<32, 0); numbered {
+			t.Fatalf("entry %d numbered past indexCap", i)
+		}
+	}
+	for i := uint64(100); i < 110; i++ {
+		if !s.mayHoldByValue(i << 32) {
+			t.Errorf("by-value entry %d not in the filter", i)
+		}
+	}
+	if s.mayHoldByValue(5<<32) && s.mayHoldByValue(6<<32) && s.mayHoldByValue(7<<32) {
+		t.Error("the filter says yes to numbered fingerprints it was never given")
 	}
 }

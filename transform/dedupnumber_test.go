@@ -1,0 +1,198 @@
+package transform
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"hash/maphash"
+	"testing"
+	"time"
+
+	"github.com/connector-dev/connector/record"
+)
+
+// collidingIDs returns two different ids whose values share a 32-bit
+// fingerprint under d's hash seed (a birthday search: ~2^16 tries).
+func collidingIDs(t *testing.T, d *Dedup) (string, string) {
+	t.Helper()
+	seen := map[uint64]string{}
+	for i := range 1 << 22 {
+		id := fmt.Sprintf("id-%d", i)
+		fp := maphash.Bytes(d.index.seed, []byte(`"`+id)) >> 32
+		if other, ok := seen[fp]; ok {
+			return other, id
+		}
+		seen[fp] = id
+	}
+	t.Fatal("no two ids share a fingerprint")
+	return "", ""
+}
+
+// Two values sharing a fingerprint are told apart by the value kept in
+// their entries: neither is taken for the other, and each one's repeats are
+// dropped, before and after a restart, until its own TTL ends.
+func TestDedupTellsApartValuesThatShareAFingerprint(t *testing.T) {
+	kv := NewMemKV()
+	d := newDedup(t, kv, "d", "id", time.Minute)
+	a, b := collidingIDs(t, d)
+	rec := func(id string, s int) *record.Record {
+		return recAt(`{"id":"`+id+`"}`, t0.Add(time.Duration(s)*time.Second))
+	}
+	for _, step := range []struct {
+		id   string
+		at   int
+		keep bool
+	}{
+		{a, 0, true}, {b, 1, true}, {a, 2, false}, {b, 3, false}, {a, 59, false},
+	} {
+		if got := mustApply(t, d, rec(step.id, step.at)); got != step.keep {
+			t.Errorf("%s at +%d s: keep = %v, want %v", step.id, step.at, got, step.keep)
+		}
+	}
+	restarted := newDedup(t, kv, "d", "id", time.Minute)
+	// restarted has another seed: make its two ids collide too.
+	c, e := collidingIDs(t, restarted)
+	for _, step := range []struct {
+		id   string
+		at   int
+		keep bool
+	}{
+		{a, 30, false}, {b, 30, false}, {c, 31, true}, {e, 32, true}, {c, 33, false}, {e, 34, false},
+		{a, 60, true}, {b, 60, false}, {b, 61, true},
+	} {
+		if got := mustApply(t, restarted, rec(step.id, step.at)); got != step.keep {
+			t.Errorf("after a restart, %s at +%d s: keep = %v, want %v", step.id, step.at, got, step.keep)
+		}
+	}
+}
+
+// orderKV records the keys a KV is given to write.
+type orderKV struct {
+	*MemKV
+	sets [][]byte
+}
+
+func (kv *orderKV) Set(k, v []byte) error {
+	kv.sets = append(kv.sets, bytes.Clone(k))
+	return kv.MemKV.Set(k, v)
+}
+
+// A dedup writes a bucket's new entries under ascending keys, whatever
+// their values, so that the sorted runs a KV like Pebble writes from them
+// do not overlap (and are not merged again and again).
+func TestDedupWritesABucketsEntriesInKeyOrder(t *testing.T) {
+	kv := &orderKV{MemKV: NewMemKV()}
+	d := newDedup(t, kv, "d", "id", time.Hour)
+	for i := range 5000 {
+		mustApply(t, d, recAt(fmt.Sprintf(`{"id":%d}`, (i*7919)%100_003), t0.Add(time.Duration(i)*time.Millisecond)))
+	}
+	if len(kv.sets) != 5000 {
+		t.Fatalf("%d writes for 5,000 new values", len(kv.sets))
+	}
+	for i := 1; i < len(kv.sets); i++ {
+		if bytes.Compare(kv.sets[i-1], kv.sets[i]) >= 0 {
+			t.Fatalf("write %d under %q, after %q", i, kv.sets[i], kv.sets[i-1])
+		}
+	}
+}
+
+// State written by the version before numbered entries (one entry per
+// value and bucket, keyed by the value) is read after an upgrade: its
+// repeats are dropped until their TTL ends, and new values are numbered
+// beside it.
+func TestDedupReadsTheByValueEntriesOfThePreviousVersion(t *testing.T) {
+	kv := &orderKV{MemKV: NewMemKV()}
+	d := newDedup(t, kv, "d", "id", time.Minute)
+	old := func(value string, first time.Time) {
+		b := d.bucket(first.UnixMilli())
+		var v [9]byte
+		v[0] = dedupFormat
+		binary.BigEndian.PutUint64(v[1:], uint64(first.UnixMilli()))
+		if err := kv.MemKV.Set(append(d.bucketPrefix(nil, b), value...), v[:]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old(`"a`, t0)
+	old(`7`, t0.Add(-30*time.Second))
+	if mustApply(t, d, recAt(`{"id":"a"}`, t0.Add(10*time.Second))) || mustApply(t, d, recAt(`{"id":7}`, t0.Add(10*time.Second))) {
+		t.Error("a repeat of a previous version's entry within its TTL was kept")
+	}
+	if !mustApply(t, d, recAt(`{"id":7}`, t0.Add(31*time.Second))) {
+		t.Error("a value past the TTL of its previous version's entry was dropped")
+	}
+	if len(kv.sets) != 1 || !bytes.Contains(kv.sets[0], []byte{numberTag, 0, 0, 0, 0}) {
+		t.Errorf("the new window was written as %q, want numbered entry 0", kv.sets)
+	}
+	if mustApply(t, d, recAt(`{"id":7}`, t0.Add(32*time.Second))) || mustApply(t, d, recAt(`{"id":"a"}`, t0.Add(59*time.Second))) {
+		t.Error("a repeat was kept")
+	}
+}
+
+// groupedKV is a KV with key groups, as package state's Store: Get, Set
+// and Delete act in the current key group, Scan passes a key once for each
+// key group that holds it.
+type groupedKV struct {
+	kg uint16
+	m  map[uint16]*MemKV
+}
+
+func (kv *groupedKV) in() *MemKV {
+	if kv.m[kv.kg] == nil {
+		kv.m[kv.kg] = NewMemKV()
+	}
+	return kv.m[kv.kg]
+}
+func (kv *groupedKV) Get(k []byte) ([]byte, bool, error) { return kv.in().Get(k) }
+func (kv *groupedKV) Set(k, v []byte) error              { return kv.in().Set(k, v) }
+func (kv *groupedKV) Delete(k []byte) error              { return kv.in().Delete(k) }
+func (kv *groupedKV) Expire(lo, hi []byte) error {
+	for _, m := range kv.m {
+		m.Expire(lo, hi)
+	}
+	return nil
+}
+func (kv *groupedKV) Scan(lo, hi []byte, fn func(k, v []byte) error) error {
+	for _, m := range kv.m {
+		if err := m.Scan(lo, hi, fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// After a rescale merges two workers' state, their entries carry the same
+// numbers in different key groups: each value is still found in its own
+// key group, and new entries take numbers past both workers'.
+func TestDedupAfterAMergeOfTwoWorkersStateFindsEveryValueInItsKeyGroup(t *testing.T) {
+	merged := &groupedKV{m: map[uint16]*MemKV{}}
+	for kg, prefix := range map[uint16]string{1: "a", 2: "b"} {
+		worker := &groupedKV{kg: kg, m: map[uint16]*MemKV{}}
+		d := newDedup(t, worker, "d", "id", time.Hour)
+		for i := range 100 {
+			mustApply(t, d, recAt(fmt.Sprintf(`{"id":"%s%d"}`, prefix, i), t0))
+		}
+		merged.m[kg] = worker.m[kg]
+	}
+	d := newDedup(t, merged, "d", "id", time.Hour)
+	for i := range 100 {
+		for kg, prefix := range map[uint16]string{1: "a", 2: "b"} {
+			merged.kg = kg
+			if mustApply(t, d, recAt(fmt.Sprintf(`{"id":"%s%d"}`, prefix, i), t0.Add(time.Second))) {
+				t.Fatalf("after the merge, a repeat of %s%d in key group %d was kept", prefix, i, kg)
+			}
+		}
+	}
+	merged.kg = 1
+	if !mustApply(t, d, recAt(`{"id":"b7"}`, t0.Add(time.Second))) {
+		t.Error("a value of key group 2 was found in key group 1")
+	}
+	if !mustApply(t, d, recAt(`{"id":"new"}`, t0.Add(time.Second))) {
+		t.Error("a new value was dropped")
+	}
+	if merged.m[1].Len() != 102 || merged.m[2].Len() != 100 {
+		t.Errorf("key groups hold %d and %d entries, want 102 and 100 (no entry overwritten)", merged.m[1].Len(), merged.m[2].Len())
+	}
+	if mustApply(t, d, recAt(`{"id":"a42"}`, t0.Add(2*time.Second))) || mustApply(t, d, recAt(`{"id":"new"}`, t0.Add(2*time.Second))) {
+		t.Error("a repeat was kept after new entries were numbered")
+	}
+}
