@@ -3,6 +3,7 @@ package transform
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -105,4 +106,37 @@ func cpuTime() int64 {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return ru.Utime.Nano() + ru.Stime.Nano()
+}
+
+// discardKV keeps nothing: what is left of a dedup on it is its index.
+type discardKV struct{}
+
+func (discardKV) Get([]byte) ([]byte, bool, error)                         { return nil, false, nil }
+func (discardKV) Set([]byte, []byte) error                                 { return nil }
+func (discardKV) Delete([]byte) error                                      { return nil }
+func (discardKV) Expire([]byte, []byte) error                              { return nil }
+func (discardKV) Scan([]byte, []byte, func(key, value []byte) error) error { return nil }
+
+// The dedup of bench/'s connector-dedup without its KV: 1M values, each
+// back every 1M records (1 ms apart), TTL 900 s: every record is kept and
+// its lookups go to two buckets of about a million values.
+func BenchmarkDedupIndexOverAMillionKeys(b *testing.B) {
+	d, err := NewDedup(DedupConfig{Name: "d", Key: "u", TTL: 900 * time.Second}, discardKV{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	recs := make([]*record.Record, 1<<16)
+	for i := range recs {
+		recs[i] = &record.Record{Value: []byte(fmt.Sprintf(`{"u":%d}`, 1_000_000+i))}
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		r := recs[i&(1<<16-1)]
+		r.Value = strconv.AppendInt(append(r.Value[:0], `{"u":`...), int64(1_000_000+i%1_000_000), 10)
+		r.Value = append(r.Value, '}')
+		r.Timestamp = t0.Add(time.Duration(i) * time.Millisecond)
+		if _, err := d.Apply(r); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

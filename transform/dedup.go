@@ -166,6 +166,7 @@ type Dedup struct {
 	hash      uint64   // the current value's
 	ent       []byte   // scratch: a numbered entry's value
 	cands     []uint32 // scratch: entry numbers to read
+	probe     uint64   // lookup's early loads end here (unused)
 }
 
 var _ Transform = (*Dedup)(nil)
@@ -300,9 +301,19 @@ func (t *Dedup) lookup(now int64) (first int64, seen bool, err error) {
 	if t.maxSeen >= (b+1)*t.ttl {
 		from = b + 1
 	}
+	// The buckets' tables are large and each first probe misses the cache:
+	// load every bucket's first slot before using any, so that the misses
+	// overlap instead of following one another.
+	var sets [3]*bucketIndex
+	for c := from; c >= b-1; c-- {
+		if s := t.index.sets[c]; s != nil {
+			sets[from-c] = s
+			t.probe ^= s.slots[(t.hash>>32)&uint64(len(s.slots)-1)]
+		}
+	}
 buckets:
 	for c := from; c >= b-1; c-- {
-		s := t.index.sets[c]
+		s := sets[from-c]
 		if s == nil {
 			continue
 		}
