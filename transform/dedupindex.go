@@ -15,8 +15,8 @@ var indexCap = 1 << 21 // a variable for tests
 const bloomFactor = 8
 
 // blockShift: a bucket keeps, for each block of 1<<blockShift entry
-// numbers, the latest first sighting of the entries numbered up to the
-// block's end (bucketIndex.latest).
+// numbers, the latest first sighting of the block's entries
+// (bucketIndex.latest).
 const blockShift = 6
 
 // index is a Dedup's in-memory knowledge of its buckets (dedup.go). It is
@@ -60,8 +60,11 @@ func (x *index) expire(keep int64) {
 // numbers of its earlier entries, if any (another value sharing the
 // fingerprint, or the same value in another key group), are in over. The
 // entries' first sightings are not kept one by one: latest holds, per block
-// of numbers, the latest first sighting of any entry numbered up to the
-// block's end, an upper bound for each of them. A lookup reads the KV for
+// of numbers, the latest first sighting of the block's entries, an upper
+// bound for each of them (a block's entries were written one after the
+// other, mostly from one partition's fetch: their times are close; a
+// running maximum over blocks would carry the skew between partitions,
+// minutes in a backlog, into every bound). A lookup reads the KV for
 // the entries of the value's fingerprint whose bound is within the TTL and
 // compares the values: the index may send a lookup to the KV needlessly,
 // never skip one it needs. 11 to 21 bytes a value (the table is 3/8 to 3/4
@@ -101,15 +104,9 @@ func (s *bucketIndex) put(fp uint64, n uint32, first int64) {
 	s.next = max(s.next, n+1)
 	blk := int(n >> blockShift)
 	for len(s.latest) <= blk {
-		prev := int64(-1 << 63)
-		if len(s.latest) > 0 {
-			prev = s.latest[len(s.latest)-1]
-		}
-		s.latest = append(s.latest, prev)
+		s.latest = append(s.latest, -1<<63)
 	}
-	for i := blk; i < len(s.latest) && s.latest[i] < first; i++ { // bounds of later blocks too
-		s.latest[i] = first
-	}
+	s.latest[blk] = max(s.latest[blk], first)
 	mask := uint64(len(s.slots) - 1)
 	for i := fp & mask; ; i = (i + 1) & mask {
 		switch v := s.slots[i]; {
@@ -143,8 +140,8 @@ func (s *bucketIndex) bound(n uint32) int64 { return s.latest[n>>blockShift] }
 // numbered appends to dst the numbers of the entries of h's fingerprint
 // whose first sighting may be after cutoff, latest first. expired says
 // that the fingerprint has entries and none of them can be after cutoff:
-// every entry of the value in this bucket (numbered or not) and in older
-// ones was first seen at cutoff or before.
+// the value's numbered entries in this bucket were all first seen at cutoff
+// or before, and so were its entries in older buckets.
 func (s *bucketIndex) numbered(h uint64, cutoff int64, dst []uint32) (_ []uint32, expired bool) {
 	fp, mask := h>>32, uint64(len(s.slots)-1)
 	for i := fp & mask; ; i = (i + 1) & mask {
@@ -152,18 +149,17 @@ func (s *bucketIndex) numbered(h uint64, cutoff int64, dst []uint32) (_ []uint32
 		case v == 0:
 			return dst, false
 		case v>>32 == fp:
-			n := uint32(v) - 1
-			if s.bound(n) <= cutoff {
-				return dst, true // the latest entry's, so every one's
+			had := len(dst)
+			if n := uint32(v) - 1; s.bound(n) > cutoff {
+				dst = append(dst, n)
 			}
-			dst = append(dst, n)
 			older := s.over[uint32(fp)]
 			for j := len(older) - 1; j >= 0; j-- {
 				if s.bound(older[j]) > cutoff {
 					dst = append(dst, older[j])
 				}
 			}
-			return dst, false
+			return dst, len(dst) == had
 		}
 	}
 }
@@ -186,9 +182,7 @@ func (s *bucketIndex) putByValue(fp uint64, capacity int) {
 }
 
 // seal ends a load: the by-value fingerprints go into a filter sized for
-// twice as many (and at least for what may be added past indexCap), and
-// the bounds of the numbered entries, gathered in any order, become
-// running maxima.
+// twice as many (and at least for what may be added past indexCap).
 func (s *bucketIndex) seal() {
 	if s.loaded != nil {
 		capacity := 2 * len(s.loaded)
@@ -199,9 +193,6 @@ func (s *bucketIndex) seal() {
 			s.putByValue(uint64(fp), capacity)
 		}
 		s.loaded = nil
-	}
-	for i := 1; i < len(s.latest); i++ {
-		s.latest[i] = max(s.latest[i], s.latest[i-1])
 	}
 	for fp, older := range s.over {
 		slices.Sort(older) // latest last, as numbered reads them

@@ -196,3 +196,28 @@ func TestDedupAfterAMergeOfTwoWorkersStateFindsEveryValueInItsKeyGroup(t *testin
 		t.Error("a repeat was kept after new entries were numbered")
 	}
 }
+
+// An index bound is per block of entries, not a running maximum, so the
+// latest entry of a fingerprint may be bound earlier than an older one: a
+// value's live window is still found behind a colliding value written
+// later with an earlier record time (partitions out of step).
+func TestDedupFindsAWindowBehindALaterCollidingEntryOfEarlierTime(t *testing.T) {
+	d := newDedup(t, NewMemKV(), "d", "id", time.Minute)
+	a, b := collidingIDs(t, d)
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) } // t0 is 5 s into a minute
+	if !mustApply(t, d, recAt(`{"id":"`+a+`"}`, at(50))) {
+		t.Fatal("a dropped at its first sighting")
+	}
+	for i := range 70 { // the rest of a's block of entries, and the start of the next, at +5 s
+		mustApply(t, d, recAt(fmt.Sprintf(`{"id":"other-%d"}`, i), at(5)))
+	}
+	if !mustApply(t, d, recAt(`{"id":"`+b+`"}`, at(5))) {
+		t.Fatal("b dropped at its first sighting")
+	}
+	if mustApply(t, d, recAt(`{"id":"`+a+`"}`, at(70))) {
+		t.Error("a repeat of a 20 s into its window was kept: its entry is behind b's, whose bound is past")
+	}
+	if !mustApply(t, d, recAt(`{"id":"`+b+`"}`, at(70))) {
+		t.Error("b's repeat after its TTL was dropped")
+	}
+}
