@@ -3,6 +3,7 @@ package state
 import (
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -16,17 +17,7 @@ import (
 // the chain after the crash gives the state at the barrier. This is what
 // the checkpoint relies on, whatever the version of Pebble underneath.
 func TestSnapshotsSurviveACrashOnceHandedOut(t *testing.T) {
-	mem := vfs.NewCrashableMem()
-	if err := fsutil.MkdirAll(mem, "/state"); err != nil {
-		t.Fatal(err)
-	}
-	s := openCfg(t, Config{Dir: "/state/work/worker-0", FS: mem})
-	want := map[string]string{}
-	for i := range 300 {
-		k, v := fmt.Sprintf("k%03d", i), fmt.Sprintf("v%d", i)
-		set(t, s, k, v)
-		want[k] = v
-	}
+	mem, s, want := crashableStore(t)
 	h := snapshot(t, s, "/state/full/one")
 	atSnapshot := maps.Clone(want)
 	for i := range 50 {
@@ -56,4 +47,59 @@ func TestSnapshotsSurviveACrashOnceHandedOut(t *testing.T) {
 	if got := contents(t, chain); !maps.Equal(got, want) {
 		t.Errorf("after the crash the changelog chain restores %d keys, want %d (k000=%q, want %q)", len(got), len(want), got["k000"], want["k000"])
 	}
+}
+
+// The same with the changelog streamed while its delta filled, and a crash
+// while the next delta's stream is under way: the chain restores the
+// barrier's state, and a stream's file the crash left is removed by the
+// next Open in that directory.
+func TestStreamedChangelogSurvivesACrashAndItsLeftoversGo(t *testing.T) {
+	defer func(n int) { streamChunk = n }(streamChunk)
+	streamChunk = 128
+	mem, s, want := crashableStore(t)
+	c := checkpointT(t, s, "/state", 1)
+	if s.streams == 0 || len(c.Changelogs) != 1 {
+		t.Fatalf("%d streams, chain %+v: want the changelog streamed", s.streams, c)
+	}
+	for i := range 100 { // the next delta, streamed, never checkpointed
+		set(t, s, fmt.Sprintf("k%03d", i), "after the barrier")
+	}
+	if s.stream == nil {
+		t.Fatal("no stream under way at the crash")
+	}
+	crashed := mem.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 50, RNG: rand.New(rand.NewPCG(1, 2))})
+	// What the stream under way left, if the crash kept it (whether it did
+	// depends on how far its goroutine got): one for certain.
+	f, err := crashed.Create("/state/work/worker-0.changelog-9", vfs.WriteCategoryUnspecified)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(header(128)); err != nil {
+		t.Fatal(err)
+	}
+	_ = f.Close()
+	restored := openCfg(t, Config{Dir: "/state/work/worker-0", FS: crashed, Restore: whole(c)})
+	if got := contents(t, restored); !maps.Equal(got, want) {
+		t.Errorf("after the crash the streamed chain restores %d keys, want %d", len(got), len(want))
+	}
+	if left := streamFiles(t, crashed, "/state/work/worker-0"); len(left) > 0 {
+		t.Errorf("stream files left after Open: %v", left)
+	}
+}
+
+// crashableStore opens a Store in /state/work/worker-0 of a crashable
+// MemFS and writes 300 keys; want is what it holds.
+func crashableStore(t *testing.T) (*vfs.MemFS, *Store, map[string]string) {
+	mem := vfs.NewCrashableMem()
+	if err := fsutil.MkdirAll(mem, "/state"); err != nil {
+		t.Fatal(err)
+	}
+	s := openCfg(t, Config{Dir: "/state/work/worker-0", FS: mem})
+	want := map[string]string{}
+	for i := range 300 {
+		k, v := fmt.Sprintf("k%03d", i), fmt.Sprintf("v%d", i)
+		set(t, s, k, v)
+		want[k] = v
+	}
+	return mem, s, want
 }

@@ -44,7 +44,10 @@
 // written after it. The Store keeps every write it makes since the last
 // barrier in a buffer, encoded as a changelog; at barrier n, Checkpoint sets
 // that buffer aside (no I/O: the worker goes on at once) and Pending.Wait
-// writes it to one file and syncs it, on another goroutine. Once the
+// writes it to one file and syncs it, on another goroutine. A buffer that
+// grows past a MiB is written and synced as it grows, by a stream of its
+// own under a temporary name, so that Wait has only its tail to write and
+// sync before it renames the file into place (stream.go). Once the
 // changelogs since the last full snapshot reach Config.FullSnapshotAfter, a
 // full snapshot is taken in the background and later chains start from it.
 // So a checkpoint costs one file the size of what changed in the interval,
@@ -55,6 +58,7 @@
 //
 //	<state.dir>/work/worker-2                  working copy, wiped by Open
 //	<state.dir>/work/worker-2.rescale          scratch of a rescaled Open
+//	<state.dir>/work/worker-2.changelog-<n>    a changelog being streamed, removed by Open
 //	<state.dir>/chk-<id>/worker-2              a full snapshot, never modified again
 //	<state.dir>/chk-<id>/worker-2.changelog    the changelog of barrier id
 //

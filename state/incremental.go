@@ -8,6 +8,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/rs/zerolog"
 )
 
 // Chain is an incremental snapshot: a full snapshot (a directory written by
@@ -71,10 +72,12 @@ func (c *chain) add(l changelog) {
 // it and accounts for its result.
 type Pending struct {
 	fs      vfs.FS
+	log     zerolog.Logger
 	release func(paths ...string)
 	path    string
 	maxPar  int
-	frozen  *delta // nil: nothing to write (a full snapshot, or no write)
+	frozen  *delta  // nil: nothing to write (a full snapshot, or no write)
+	stream  *stream // frozen's changelog so far, if it was streamed (stream.go)
 	seq     uint64
 	chain   Chain // without this barrier's changelog
 	size    int64
@@ -92,7 +95,16 @@ func (p *Pending) Wait() (Chain, error) {
 	if p.frozen == nil {
 		return c, nil
 	}
-	if p.size, p.err = writeChangelog(p.fs, p.path, p.maxPar, p.frozen); p.err != nil {
+	if p.stream != nil {
+		p.size, p.err = p.stream.finish(p.frozen, p.maxPar, p.path)
+		if p.err != nil {
+			p.log.Warn().Err(p.err).Msg("the changelog stream failed; writing the changelog whole")
+		}
+	}
+	if p.stream == nil || p.err != nil {
+		p.size, p.err = writeChangelog(p.fs, p.path, p.maxPar, p.frozen)
+	}
+	if p.err != nil {
 		p.release(p.path) // what of it was written, if anything
 		return Chain{}, p.err
 	}
@@ -145,7 +157,7 @@ func (s *Store) Checkpoint(fullDir, changelogPath string) (*Pending, error) {
 	}
 	s.settle()
 	s.seq++
-	p := &Pending{fs: s.fs, release: s.release, path: changelogPath, maxPar: s.maxPar, seq: s.seq, done: make(chan struct{})}
+	p := &Pending{fs: s.fs, log: s.log, release: s.release, path: changelogPath, maxPar: s.maxPar, seq: s.seq, done: make(chan struct{})}
 	if s.delta == nil {
 		h, err := s.Snapshot(fullDir)
 		if err != nil {
@@ -162,8 +174,8 @@ func (s *Store) Checkpoint(fullDir, changelogPath string) (*Pending, error) {
 		if err := s.fs.MkdirAll(filepath.Dir(changelogPath), 0o755); err != nil {
 			return nil, fmt.Errorf("create the changelog's dir: %w", err)
 		}
-		p.frozen = s.delta
-		s.delta = newDelta(s.spare)
+		p.frozen, p.stream = s.delta, s.stream
+		s.delta, s.stream = newDelta(s.spare), nil
 		s.spare = nil
 	}
 	if s.bg == nil && (s.chain.logBytes >= s.fullAfter || len(s.chain.logs) >= maxChangelogs) {
@@ -199,6 +211,7 @@ func (s *Store) settle() {
 		s.last = nil
 		switch {
 		case p.err != nil && s.delta != nil:
+			s.abortStream() // the delta will no longer begin with what it streamed
 			s.delta.mergeOlder(p.frozen)
 			s.checkDeltaSize()
 		case p.err == nil && p.frozen != nil:
@@ -270,5 +283,6 @@ func (s *Store) checkDeltaSize() {
 	if s.delta != nil && s.delta.bytes() > min(s.fullAfter, deltaLimit) {
 		s.delta = nil
 		s.spare = nil
+		s.abortStream()
 	}
 }

@@ -50,6 +50,41 @@ func openChain(t testing.TB, root string, c Chain) *Store {
 // barrier the test waits for a running one: those are adopted for certain,
 // the others when they happen to finish in time.
 func TestCheckpointChainsRestoreExactlyTheBarrierState(t *testing.T) {
+	checkChainsRestoreExactly(t)
+}
+
+// The same with the changelogs streamed as their deltas fill (stream.go):
+// every one but the smallest is written by a stream, and no stream's file
+// is left behind.
+func TestStreamedChangelogsRestoreExactlyTheBarrierState(t *testing.T) {
+	defer func(n int) { streamChunk = n }(streamChunk)
+	streamChunk = 256
+	s := checkChainsRestoreExactly(t)
+	if s.streams < 30 {
+		t.Errorf("%d streams over 40 barriers of 250-1250 bytes of writes, want most of them streamed", s.streams)
+	}
+	if left := streamFiles(t, s.fs, s.dir); len(left) > 1 { // the current delta's
+		t.Errorf("stream files left: %v", left)
+	}
+}
+
+// streamFiles lists the stream files of the Store of working directory dir.
+func streamFiles(t testing.TB, fs vfs.FS, dir string) []string {
+	t.Helper()
+	names, err := fs.List(filepath.Dir(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, n := range names {
+		if strings.HasPrefix(n, filepath.Base(streamPrefix(dir))) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func checkChainsRestoreExactly(t *testing.T) *Store {
 	root := t.TempDir()
 	s := openCfg(t, Config{Dir: filepath.Join(root, "work"), FullSnapshotAfter: 4 << 10})
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -105,6 +140,7 @@ func TestCheckpointChainsRestoreExactlyTheBarrierState(t *testing.T) {
 		}
 		wantContents(t, openChain(t, root, tk.chain), tk.want)
 	}
+	return s
 }
 
 // A restored chain goes on: the next snapshots extend it, and restore.
@@ -343,4 +379,73 @@ func TestAdoptedFullSnapshotReplacedAfterAFailureIsRemoved(t *testing.T) {
 		t.Fatalf("the adopted, never named full snapshot of 2 is still there: %v", err)
 	}
 	wantContents(t, openChain(t, root, c), map[string]string{"a": strings.Repeat("z", 45), "b": "2", "c": strings.Repeat("x", 70)})
+}
+
+// A stream that fails (its file cannot be created, written or synced) costs
+// the checkpoint nothing: Wait writes the changelog whole, the chain
+// restores exactly, and the stream's file is gone. When the whole write
+// fails too, Wait fails and the next changelog carries the delta, streamed
+// again.
+func TestAFailingChangelogStreamFallsBackToTheWholeChangelog(t *testing.T) {
+	defer func(n int) { streamChunk = n }(streamChunk)
+	streamChunk = 64
+	for name, kind := range map[string]errorfs.OpKind{
+		"create": errorfs.OpCreate, "write": errorfs.OpFileWrite, "sync": errorfs.OpFileSyncData, "rename": errorfs.OpRename,
+	} {
+		for _, whole := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/whole-fails-%v", name, whole), func(t *testing.T) {
+				root := t.TempDir()
+				dir := filepath.Join(root, "work")
+				var failing atomic.Bool
+				fs := errorfs.Wrap(vfs.Default, errorfs.InjectorFunc(func(op errorfs.Op) error {
+					if !failing.Load() {
+						return nil
+					}
+					if op.Kind == kind && strings.HasPrefix(op.Path, streamPrefix(dir)) ||
+						whole && op.Kind == errorfs.OpCreate && op.Path == changelogPath(root, 2) {
+						return errorfs.ErrInjected
+					}
+					return nil
+				}))
+				s := openCfg(t, Config{Dir: dir, FS: fs})
+				want := map[string]string{}
+				write := func(n int) {
+					for i := range 40 {
+						k, v := fmt.Sprintf("k%02d", i), fmt.Sprintf("v%d", n)
+						set(t, s, k, v)
+						want[k] = v
+					}
+				}
+				write(1)
+				checkpointT(t, s, root, 1)
+				failing.Store(true)
+				write(2)
+				p, err := s.Checkpoint(fullDir(root, 2), changelogPath(root, 2))
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, err = p.Wait()
+				failing.Store(false)
+				if whole != (err != nil) {
+					t.Fatalf("Wait = %v; want an error only when the whole changelog fails too", err)
+				}
+				write(3)
+				c := checkpointT(t, s, root, 3)
+				if left := streamFiles(t, fs, dir); len(left) > 0 {
+					t.Errorf("stream files left: %v", left)
+				}
+				if got := len(c.Changelogs); got != 3-btoi(whole) {
+					t.Errorf("chain %v: want %d changelogs", c.Changelogs, 3-btoi(whole))
+				}
+				wantContents(t, openChain(t, root, c), want)
+			})
+		}
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -58,6 +58,9 @@ type Store struct {
 
 	comp *compactor    // of expired ranges (expire.go)
 	pend *pebble.Batch // Sets and Deletes not applied yet (pending.go)
+
+	stream  *stream // the delta's changelog, written as it fills (stream.go)
+	streams int     // streams started: each has a name of its own
 }
 
 // Open wipes cfg.Dir, restores cfg.Restore into it, and opens the state
@@ -83,6 +86,9 @@ func open(cfg Config, log zerolog.Logger, wal bool) (*Store, error) {
 		if err := cfg.FS.RemoveAll(dir); err != nil {
 			return nil, fmt.Errorf("wipe state dir %s: %w", dir, err)
 		}
+	}
+	if err := removeStreams(cfg.FS, cfg.Dir); err != nil {
+		return nil, err
 	}
 	if err := cfg.FS.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create state dir %s: %w", cfg.Dir, err)
@@ -189,6 +195,7 @@ func (s *Store) Set(key, value []byte) error {
 	if s.delta != nil {
 		s.delta.set(s.kg, key, value)
 		s.checkDeltaSize()
+		s.feed()
 	}
 	return nil
 }
@@ -210,6 +217,7 @@ func (s *Store) Delete(key []byte) error {
 	if s.delta != nil {
 		s.delta.del(s.kg, key)
 		s.checkDeltaSize()
+		s.feed()
 	}
 	return nil
 }
@@ -275,6 +283,7 @@ func (s *Store) Close() error {
 		}
 	}
 	s.comp.stop()
+	s.abortStream()
 	var err error
 	if s.pend != nil { // pending writes are lost with the rest of the unsnapshotted ones
 		err = s.pend.Close()

@@ -20,6 +20,9 @@ import (
 //
 //	work/worker-<i>/                  a worker's live Pebble store (package
 //	                                  state owns it; wiped at every open)
+//	work/worker-<i>.changelog-<n>     a changelog being written before its
+//	                                  barrier (package state's; renamed to
+//	                                  chk-<id>/ at the barrier, removed at open)
 //	chk-<id>/worker-<i>.changelog     what worker i's state changed before barrier id
 //	full/chk-<id>-worker-<i>/         a full snapshot of worker i's state,
 //	                                  taken at barrier id (synchronously or

@@ -1,0 +1,177 @@
+package state
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	iofs "io/fs"
+	"path/filepath"
+	"strings"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/connector-dev/connector/internal/fsutil"
+)
+
+// A changelog is written while its delta fills, not only at its barrier.
+// Once a delta holds streamChunk bytes, a stream writes them to a file of
+// its own (beside the working directory, a name of its own) on another
+// goroutine and syncs them, and so every further streamChunk bytes; the
+// barrier's Wait then writes only the tail and the trailer, syncs what is
+// left, and renames the file to the changelog's path. At a million state
+// writes a second a delta is several MB a second, and writing and syncing
+// all of it at the barrier was most of a stateful checkpoint's time.
+//
+// The stream is only a head start: the delta keeps every byte in memory as
+// before. If the stream fails (or the delta is merged with a failed
+// predecessor's, or dropped for a full snapshot), Wait writes the changelog
+// whole from memory, as without a stream; a stream's file is never handed
+// out, and Open removes what a crash left of one.
+var streamChunk = 1 << 20 // a variable for tests
+
+// streamQueue is how many chunks may wait for the stream's goroutine; a
+// worker that writes state faster than the disk takes it waits.
+const streamQueue = 16
+
+// stream writes one delta's changelog under a temporary name. Owned by the
+// Store until the barrier, then by the Pending; its goroutine writes.
+type stream struct {
+	fs   vfs.FS
+	temp string
+	sent int // bytes of the delta handed over (the header is not counted)
+	ch   chan []byte
+	done chan struct{}
+	f    vfs.File // the goroutine's until done
+	err  error    // the goroutine's first error; read after done
+}
+
+// streamPrefix is the start of the temporary names of the streams of the
+// Store whose working directory is dir.
+func streamPrefix(dir string) string { return filepath.Clean(dir) + ".changelog-" }
+
+// startStream starts a stream into temp, whose first write is the header of
+// a changelog of max parallelism maxPar.
+func startStream(fs vfs.FS, temp string, maxPar int) *stream {
+	st := &stream{fs: fs, temp: temp, ch: make(chan []byte, streamQueue), done: make(chan struct{})}
+	go st.run(header(maxPar))
+	return st
+}
+
+func (st *stream) run(head []byte) {
+	defer close(st.done)
+	st.f, st.err = st.fs.Create(st.temp, vfs.WriteCategoryUnspecified)
+	if st.err == nil {
+		_, st.err = st.f.Write(head)
+	}
+	for b := range st.ch {
+		if st.err != nil {
+			continue // drained: the sender must not block
+		}
+		if _, st.err = st.f.Write(b); st.err == nil {
+			st.err = st.f.SyncData()
+		}
+	}
+}
+
+// send hands a copy of the delta's bytes b (the next ones after those sent)
+// to the goroutine: a copy, because a vfs.File may scribble on what it was
+// given to write (Pebble's MemFS does in race-enabled builds, to catch
+// callers that reuse it), and the delta is still in use.
+func (st *stream) send(b []byte) {
+	st.ch <- bytes.Clone(b)
+	st.sent += len(b)
+}
+
+// finish writes the rest of d (after what was sent) and the trailer, syncs
+// the file and renames it to path, syncing path's directory and that one's
+// parent (as writeChangelog). It returns the changelog's size. On error the
+// temporary file is removed and nothing is at path.
+func (st *stream) finish(d *delta, maxPar int, path string) (int64, error) {
+	h := header(maxPar)
+	trailer := d.trailer(h)
+	st.ch <- bytes.Clone(d.buf[st.sent:]) // as send
+	st.ch <- trailer
+	close(st.ch)
+	<-st.done
+	err := st.err
+	if st.f != nil {
+		if err == nil {
+			err = st.f.Sync()
+		}
+		if cerr := st.f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err == nil {
+		err = st.fs.Rename(st.temp, path)
+	}
+	for _, dir := range []string{filepath.Dir(path), filepath.Dir(filepath.Dir(path))} {
+		if err == nil {
+			err = fsutil.SyncDir(st.fs, dir)
+		}
+	}
+	if err != nil {
+		_ = st.fs.Remove(st.temp)
+		return 0, fmt.Errorf("stream changelog %s: %w", path, err)
+	}
+	return int64(len(h) + len(d.buf) + len(trailer)), nil
+}
+
+// abort stops the stream and removes its file.
+func (st *stream) abort() {
+	close(st.ch)
+	<-st.done
+	if st.f != nil {
+		_ = st.f.Close()
+	}
+	_ = st.fs.Remove(st.temp)
+}
+
+// feed hands the delta's new bytes to its stream once there are
+// streamChunk of them, starting the stream at the first chunk.
+func (s *Store) feed() {
+	if s.delta == nil {
+		return
+	}
+	n := len(s.delta.buf)
+	if s.stream == nil {
+		if n < streamChunk {
+			return
+		}
+		s.streams++
+		s.stream = startStream(s.fs, fmt.Sprintf("%s%d", streamPrefix(s.dir), s.streams), s.maxPar)
+	}
+	if n-s.stream.sent >= streamChunk {
+		s.stream.send(s.delta.buf[s.stream.sent:n])
+	}
+}
+
+// abortStream drops the current delta's stream, if any: the delta no longer
+// begins with what it sent.
+func (s *Store) abortStream() {
+	if s.stream != nil {
+		s.stream.abort()
+		s.stream = nil
+	}
+}
+
+// removeStreams removes what a crash left of the streams of the Store of
+// working directory dir.
+func removeStreams(fs vfs.FS, dir string) error {
+	prefix := streamPrefix(dir)
+	names, err := fs.List(filepath.Dir(prefix))
+	if errors.Is(err, iofs.ErrNotExist) {
+		return nil // no parent directory: nothing left
+	}
+	if err != nil {
+		return fmt.Errorf("list changelog streams: %w", err)
+	}
+	for _, name := range names {
+		if strings.HasPrefix(name, filepath.Base(prefix)) {
+			if err := fs.Remove(filepath.Join(filepath.Dir(prefix), name)); err != nil {
+				return fmt.Errorf("remove changelog stream %s: %w", name, err)
+			}
+		}
+	}
+	return nil
+}
