@@ -27,8 +27,12 @@ const (
 	// runs.
 	composeOverride = "e2e/testdata/compose-local.yml"
 	// composeHTTPPort is the host port docker-compose.yml publishes the
-	// connector's HTTP server on (8080:8080).
+	// connector's HTTP server on by default ("${CONNECTOR_HTTP_PORT:-8080}:8080").
 	composeHTTPPort = 8080
+	// envComposeHTTPPort names the host port otherwise; the test sets it to
+	// a free port, so that whatever holds 8080 on the host (another run of
+	// the suite, a developer's connector) cannot fail it.
+	envComposeHTTPPort = "CONNECTOR_HTTP_PORT"
 	// metricCommittedFiles counts the files the file sink made visible.
 	metricCommittedFiles = "connector_sink_committed_files_total"
 	metricLag            = "connector_consumer_lag_records"
@@ -41,9 +45,11 @@ const (
 // connector on config.yaml. Only the images are the test's
 // (testdata/compose-local.yml says which and why; the test checks that
 // the merged configuration differs from the file's in the images alone):
-// these machines reach no registry. It requires: `up -d --no-build` runs
+// these machines reach no registry. The file publishes the connector on
+// host port 8080 unless CONNECTOR_HTTP_PORT names another; the test checks
+// the default and runs on a free port. It requires: `up -d --no-build` runs
 // the three services on the test's images; /readyz answers 200 on
-// localhost:8080 (the file's port mapping); a committed (visible) file of
+// localhost at the published port; a committed (visible) file of
 // orders appears on the connector-data volume, each order once and shaped
 // by config.yaml's transforms; once the producer is stopped and the
 // connector has read everything, `docker-compose stop connector` (SIGTERM,
@@ -54,7 +60,7 @@ const (
 func TestCompose(t *testing.T) {
 	engine := requireDocker(t)
 	composeVersion := requireCompose(t)
-	requireHostPortFree(t, composeHTTPPort)
+	hostPort := freeHostPort(t)
 	t0 := time.Now()
 	id := strconv.FormatInt(time.Now().UnixMilli(), 36) + "-" + strconv.Itoa(os.Getpid())
 	p := &composeProject{t: t, name: "connector-compose-" + id} // the project and the connector image
@@ -67,7 +73,10 @@ func TestCompose(t *testing.T) {
 		t.Errorf("docker-compose.yml runs %s, but scripts/kafka (the tests, and this test's Kafka image) runs %s",
 			file.Services["kafka"].Image, want)
 	}
-	p.env = []string{"CONNECTOR_COMPOSE_IMAGE=" + p.name, "CONNECTOR_COMPOSE_KAFKA_IMAGE=" + kafkaImage}
+	p.env = []string{"CONNECTOR_COMPOSE_IMAGE=" + p.name, "CONNECTOR_COMPOSE_KAFKA_IMAGE=" + kafkaImage, envComposeHTTPPort + "="}
+	p.requirePublished("connector", composeHTTPPort) // the default, the README's localhost:8080
+	p.env[len(p.env)-1] = envComposeHTTPPort + "=" + strconv.Itoa(hostPort)
+	p.requirePublished("connector", hostPort)
 	images := map[string]string{"kafka": kafkaImage, "producer": p.name, "connector": p.name, "connector-group": p.name}
 	p.requireOnlyImagesReplaced(images)
 	t.Logf("Docker %s, docker-compose %s: project %s, images built in %v", engine, composeVersion, p.name, time.Since(t0).Round(time.Millisecond))
@@ -84,12 +93,12 @@ func TestCompose(t *testing.T) {
 		ctrs[svc] = p.requireContainerOf(svc, image)
 	}
 
-	c := newContainerRun(t, ctrs["connector"], net.JoinHostPort("localhost", strconv.Itoa(composeHTTPPort)))
-	c.waitFor("/readyz 200 on localhost:8080", 90*time.Second, func(containerInfo) (bool, string) {
+	c := newContainerRun(t, ctrs["connector"], net.JoinHostPort("localhost", strconv.Itoa(hostPort)))
+	c.waitFor(fmt.Sprintf("/readyz 200 on localhost:%d", hostPort), 90*time.Second, func(containerInfo) (bool, string) {
 		code, body, err := c.http.get("/readyz")
 		return err == nil && code == http.StatusOK, fmt.Sprintf("HTTP %d %q %v", code, body, err)
 	})
-	t.Logf("/readyz 200 on localhost:8080 %v after up", time.Since(t1).Round(time.Millisecond))
+	t.Logf("/readyz 200 on localhost:%d %v after up", hostPort, time.Since(t1).Round(time.Millisecond))
 
 	// A file becomes visible when it rolls: at config.yaml's roll_age (1m).
 	c.waitFor("a committed file on the connector-data volume", 2*time.Minute, func(containerInfo) (bool, string) {
@@ -191,17 +200,16 @@ func requireCompose(t *testing.T) string {
 	return ""
 }
 
-// requireHostPortFree fails the test when port is taken on the host: the
-// compose file publishes the connector there, and this test stops nothing
-// it did not start.
-func requireHostPortFree(t *testing.T, port int) {
+// freeHostPort returns a port free on the host's every address, for the
+// compose file to publish the connector on.
+func freeHostPort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", ":"+strconv.Itoa(port))
+	l, err := net.Listen("tcp", ":0")
 	if err != nil {
-		t.Fatalf("docker-compose.yml publishes the connector on host port %d, which is taken here (%v): "+
-			"free it (ss -ltnp 'sport = :%d' shows who has it) and run again", port, err, port)
+		t.Fatalf("find a free host port: %v", err)
 	}
-	l.Close()
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
 }
 
 // composeFile is what the test reads of docker-compose.yml.
@@ -257,6 +265,29 @@ func (p *composeProject) run(timeout time.Duration, args ...string) (stdout, std
 		p.t.Fatal(err)
 	}
 	return stdout, stderr
+}
+
+// requirePublished requires docker-compose.yml, under p.env, to publish
+// service's port 8080 (its HTTP server) on host port want.
+func (p *composeProject) requirePublished(service string, want int) {
+	p.t.Helper()
+	out, _, err := p.compose(time.Minute, composeFiles[:1], "config")
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	var cfg struct {
+		Services map[string]struct {
+			Ports []struct{ Target, Published int }
+		}
+	}
+	if err := yaml.Unmarshal([]byte(out), &cfg); err != nil {
+		p.t.Fatalf("docker-compose config: %v\n%s", err, out)
+	}
+	ports := cfg.Services[service].Ports
+	if len(ports) != 1 || ports[0].Target != 8080 || ports[0].Published != want {
+		p.t.Fatalf("docker-compose config with %v: service %s publishes %+v, want 8080 on host port %d",
+			p.env, service, ports, want)
+	}
 }
 
 // requireOnlyImagesReplaced requires the configuration docker-compose
