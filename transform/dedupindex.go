@@ -70,8 +70,15 @@ func (x *index) expire(keep int64) {
 // never skip one it needs. 11 to 21 bytes a value (the table is 3/8 to 3/4
 // full), against about 40 in a Go map.
 type bucketIndex struct {
-	slots  []uint64
-	n      int    // fingerprints in slots
+	slots []uint64
+	// old is the table slots replaced when it grew, while its values move
+	// into slots a few at a time (moveStep for each put): a value is in
+	// one of the two, in old if at an index of moved or above. A table of
+	// a million values moved all at once held up the bucket's put, and the
+	// records behind it (and the next checkpoint's barrier), 10-40 ms.
+	old    []uint64
+	moved  int
+	n      int    // fingerprints in slots and old
 	next   uint32 // the number of the next entry
 	latest []int64
 	over   map[uint32][]uint32
@@ -107,29 +114,74 @@ func (s *bucketIndex) put(fp uint64, n uint32, first int64) {
 		s.latest = append(s.latest, -1<<63)
 	}
 	s.latest[blk] = max(s.latest[blk], first)
+	if s.old != nil {
+		s.move(moveStep)
+	}
 	mask := uint64(len(s.slots) - 1)
+	i := fp & mask
+	for ; s.slots[i] != 0; i = (i + 1) & mask {
+		if s.slots[i]>>32 == fp {
+			s.again(&s.slots[i], fp, n)
+			return
+		}
+	}
+	if s.old != nil {
+		if j, ok := s.inOld(fp); ok {
+			s.again(&s.old[j], fp, n)
+			return
+		}
+	}
+	s.slots[i] = fp<<32 | uint64(n) + 1
+	if s.n++; s.n*4 > len(s.slots)*3 {
+		s.grow()
+	}
+}
+
+// again records entry n of fingerprint fp, which slot already holds: the
+// slot keeps the latest entry, over the earlier ones.
+func (s *bucketIndex) again(slot *uint64, fp uint64, n uint32) {
+	had := uint32(*slot) - 1
+	if n == had {
+		return // the same entry again (a key in two key groups)
+	}
+	if n > had {
+		*slot = fp<<32 | uint64(n) + 1
+		had, n = n, had
+	}
+	if s.over == nil {
+		s.over = make(map[uint32][]uint32)
+	}
+	s.over[uint32(fp)] = append(s.over[uint32(fp)], n)
+}
+
+// find returns fp's slot value, 0 if the bucket has no entry of fp. The
+// table first: once moved, a value is only there, and most are.
+func (s *bucketIndex) find(fp uint64) uint64 {
+	mask := uint64(len(s.slots) - 1)
+	for i := fp & mask; s.slots[i] != 0; i = (i + 1) & mask {
+		if s.slots[i]>>32 == fp {
+			return s.slots[i]
+		}
+	}
+	if s.old != nil {
+		if i, ok := s.inOld(fp); ok {
+			return s.old[i]
+		}
+	}
+	return 0
+}
+
+// inOld returns the index of fp's slot in old if fp is there and has not
+// moved. old is never changed but for a slot's entry number (again), so
+// its probe sequences stay whole; a slot below moved is in slots now.
+func (s *bucketIndex) inOld(fp uint64) (int, bool) {
+	mask := uint64(len(s.old) - 1)
 	for i := fp & mask; ; i = (i + 1) & mask {
-		switch v := s.slots[i]; {
+		switch v := s.old[i]; {
 		case v == 0:
-			s.slots[i] = fp<<32 | uint64(n) + 1
-			if s.n++; s.n*4 > len(s.slots)*3 {
-				s.grow()
-			}
-			return
+			return 0, false
 		case v>>32 == fp:
-			had := uint32(v) - 1
-			if n == had {
-				return // the same entry again (a key in two key groups)
-			}
-			if n > had {
-				s.slots[i] = fp<<32 | uint64(n) + 1
-				had, n = n, had
-			}
-			if s.over == nil {
-				s.over = make(map[uint32][]uint32)
-			}
-			s.over[uint32(fp)] = append(s.over[uint32(fp)], n)
-			return
+			return int(i), int(i) >= s.moved
 		}
 	}
 }
@@ -143,25 +195,22 @@ func (s *bucketIndex) bound(n uint32) int64 { return s.latest[n>>blockShift] }
 // the value's numbered entries in this bucket were all first seen at cutoff
 // or before, and so were its entries in older buckets.
 func (s *bucketIndex) numbered(h uint64, cutoff int64, dst []uint32) (_ []uint32, expired bool) {
-	fp, mask := h>>32, uint64(len(s.slots)-1)
-	for i := fp & mask; ; i = (i + 1) & mask {
-		switch v := s.slots[i]; {
-		case v == 0:
-			return dst, false
-		case v>>32 == fp:
-			had := len(dst)
-			if n := uint32(v) - 1; s.bound(n) > cutoff {
-				dst = append(dst, n)
-			}
-			older := s.over[uint32(fp)]
-			for j := len(older) - 1; j >= 0; j-- {
-				if s.bound(older[j]) > cutoff {
-					dst = append(dst, older[j])
-				}
-			}
-			return dst, len(dst) == had
+	fp := h >> 32
+	v := s.find(fp)
+	if v == 0 {
+		return dst, false
+	}
+	had := len(dst)
+	if n := uint32(v) - 1; s.bound(n) > cutoff {
+		dst = append(dst, n)
+	}
+	older := s.over[uint32(fp)]
+	for j := len(older) - 1; j >= 0; j-- {
+		if s.bound(older[j]) > cutoff {
+			dst = append(dst, older[j])
 		}
 	}
+	return dst, len(dst) == had
 }
 
 // mayHoldByValue says whether the bucket may hold a by-value entry of a
@@ -200,13 +249,31 @@ func (s *bucketIndex) seal() {
 	}
 }
 
-// grow doubles the table. A slot's position is given by its fingerprint's
-// low bits, which the slot keeps, so a rehash needs no hash.
+// moveStep is how many of old's slots each put moves. A table grows at
+// 3/4 full, so its values fill 3/8 of the new one, which grows again after
+// 3/8 of its size more puts: old (half its size) has long moved by then.
+// While values move, a lookup of a value not in the new table probes the
+// old one too (a second cache miss): with 8 a put, that cost
+// BenchmarkDedupIndexOverAMillionKeys 8%; with 32 the moves end four times
+// sooner and the cost is lost in the noise.
+const moveStep = 32
+
+// grow doubles the table: the values move from old a few at each put
+// (move). A slot's position is given by its fingerprint's low bits, which
+// the slot keeps, so a move needs no hash.
 func (s *bucketIndex) grow() {
-	old := s.slots
-	s.slots = make([]uint64, 2*len(old))
+	if s.old != nil {
+		s.move(len(s.old)) // not reached (see moveStep), but never two olds
+	}
+	s.old, s.moved = s.slots, 0
+	s.slots = make([]uint64, 2*len(s.old))
+}
+
+// move moves up to k more of old's slots into slots.
+func (s *bucketIndex) move(k int) {
 	mask := uint64(len(s.slots) - 1)
-	for _, v := range old {
+	for end := min(len(s.old), s.moved+k); s.moved < end; s.moved++ {
+		v := s.old[s.moved]
 		if v == 0 {
 			continue
 		}
@@ -216,6 +283,9 @@ func (s *bucketIndex) grow() {
 				break
 			}
 		}
+	}
+	if s.moved == len(s.old) {
+		s.old, s.moved = nil, 0
 	}
 }
 

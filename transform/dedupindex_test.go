@@ -75,6 +75,68 @@ func TestBucketIndexNamesEveryEntryThatMayBeWithinTheCutoff(t *testing.T) {
 	}
 }
 
+// A table grows by moving its values a few at each put: while they move,
+// some in the old table and some in the new, a lookup still names every
+// entry of a fingerprint, latest first, whether the fingerprint's slot has
+// moved or not, and an entry put for a fingerprint whose slot has not
+// moved yet is kept with it. Checked after every put for the fingerprints
+// just put and at random, and in full at points inside each move.
+func TestBucketIndexNamesEveryEntryWhileItsTableGrows(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	fps := make([]uint64, 30_000)
+	for i := range fps {
+		fps[i] = rng.Uint64() >> 32
+	}
+	byFP := map[uint64][]uint32{}
+	var seen []uint64
+	s := &bucketIndex{slots: make([]uint64, 1024)}
+	check := func(fp uint64) {
+		t.Helper()
+		got, expired := s.numbered(fp<<32, -1, nil)
+		want := slices.Clone(byFP[fp])
+		slices.Reverse(want)
+		if expired || !slices.Equal(got, want) {
+			t.Fatalf("fingerprint %x, table %d slots, old %d slots moved %d: named %v (expired %v), want %v",
+				fp, len(s.slots), len(s.old), s.moved, got, expired, want)
+		}
+	}
+	var full, againInOld, grows int
+	for i := range 90_000 {
+		fp := fps[rng.IntN(len(fps))]
+		if s.old != nil {
+			if _, ok := s.inOld(fp); ok {
+				againInOld++
+			}
+		}
+		before := len(s.slots)
+		if n, numbered := s.add(fp<<32|rng.Uint64()>>32, int64(i)); !numbered || n != uint32(i) {
+			t.Fatalf("entry %d numbered %d (%v)", i, n, numbered)
+		}
+		if len(s.slots) != before {
+			grows++
+		}
+		if byFP[fp] == nil {
+			seen = append(seen, fp)
+		}
+		byFP[fp] = append(byFP[fp], uint32(i))
+		check(fp)
+		for range 4 {
+			check(seen[rng.IntN(len(seen))])
+		}
+		if s.old != nil && (s.moved == len(s.old)/4 || s.moved == len(s.old)/2 || s.moved == len(s.old)*3/4) {
+			full++
+			for _, fp := range seen {
+				check(fp)
+			}
+		}
+	}
+	if grows < 5 || full < 2*grows || againInOld == 0 {
+		t.Fatalf("the test did not exercise the moves: %d grows, %d full checks inside one, %d entries put for unmoved slots",
+			grows, full, againInOld)
+	}
+	t.Logf("%d grows to %d slots, %d full checks inside a move, %d entries put for unmoved slots", grows, len(s.slots), full, againInOld)
+}
+
 // At indexCap fingerprints a bucket numbers no more entries: they are
 // written by value, and a Bloom filter says which lookups must read them.
 func TestBucketIndexPastItsCapWritesByValue(t *testing.T) {
