@@ -8,6 +8,7 @@ import (
 	"hash/crc32"
 	"io"
 	"path/filepath"
+	"slices"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -20,18 +21,41 @@ import (
 // the changelog's entry format, so that a barrier only sets the buffer
 // aside and its file is written as is. A key written twice is in it twice;
 // the later entry wins on restore.
+//
+// The encoding is kept in chunks of deltaChunk bytes, filled one after the
+// other, not in one slice: a slice of megabytes that outgrew its capacity
+// was copied whole, holding up the write that made it grow, and the
+// records behind it, 10-16 ms at a few MB (a dedup's checkpoint waited for
+// them).
 type delta struct {
-	buf  []byte // encoded entries
-	n    int    // how many
-	prev []byte // the last entry's key: the next one stores only what differs
+	chunks [][]byte // the encoding, in order; only the last one is filled
+	free   [][]byte // empty chunks for it (a written delta's)
+	size   int64    // bytes in chunks
+	n      int      // entries
+	prev   []byte   // the last entry's key: the next one stores only what differs
+	head   []byte   // an entry's fields before its key, encoded
 }
 
-func newDelta(spare []byte) *delta { return &delta{buf: spare[:0]} }
+// deltaChunk is the size of a delta's chunks.
+var deltaChunk = 1 << 20 // a variable for tests
+
+// newDelta returns an empty delta that reuses spare's chunks.
+func newDelta(spare *delta) *delta {
+	d := &delta{}
+	if spare != nil {
+		for _, c := range spare.chunks {
+			d.free = append(d.free, c[:0])
+		}
+		d.free = append(d.free, spare.free...)
+	}
+	return d
+}
 
 func (d *delta) set(kg uint16, key, value []byte) {
 	d.add(opSet, kg, key)
-	d.buf = binary.AppendUvarint(d.buf, uint64(len(value)))
-	d.buf = append(d.buf, value...)
+	d.head = binary.AppendUvarint(d.head[:0], uint64(len(value)))
+	d.write(d.head)
+	d.write(value)
 }
 
 func (d *delta) del(kg uint16, key []byte) { d.add(opDelete, kg, key) }
@@ -47,22 +71,63 @@ func (d *delta) add(op byte, kg uint16, rest []byte) {
 	for shared < len(rest) && shared < len(d.prev) && rest[shared] == d.prev[shared] {
 		shared++
 	}
-	d.buf = append(d.buf, op)
-	d.buf = binary.BigEndian.AppendUint16(d.buf, kg)
-	d.buf = binary.AppendUvarint(d.buf, uint64(shared))
-	d.buf = binary.AppendUvarint(d.buf, uint64(len(rest)-shared))
-	d.buf = append(d.buf, rest[shared:]...)
+	h := append(d.head[:0], op)
+	h = binary.BigEndian.AppendUint16(h, kg)
+	h = binary.AppendUvarint(h, uint64(shared))
+	h = binary.AppendUvarint(h, uint64(len(rest)-shared))
+	d.head = h
+	d.write(h)
+	d.write(rest[shared:])
 	d.prev = append(d.prev[:0], rest...)
 	d.n++
 }
 
-func (d *delta) bytes() int64 { return int64(len(d.buf)) }
+// write appends b to the encoding, starting chunks as they fill.
+func (d *delta) write(b []byte) {
+	d.size += int64(len(b))
+	for len(b) > 0 {
+		last := len(d.chunks) - 1
+		if last < 0 || len(d.chunks[last]) == cap(d.chunks[last]) {
+			var c []byte
+			if k := len(d.free); k > 0 {
+				c, d.free = d.free[k-1], d.free[:k-1]
+			} else {
+				c = make([]byte, 0, deltaChunk)
+			}
+			d.chunks = append(d.chunks, c)
+			last++
+		}
+		c := d.chunks[last]
+		n := min(len(b), cap(c)-len(c))
+		d.chunks[last] = append(c, b[:n]...)
+		b = b[n:]
+	}
+}
+
+func (d *delta) bytes() int64 { return d.size }
+
+// from returns the encoding after its first off bytes, as slices of the
+// chunks (not copies).
+func (d *delta) from(off int64) [][]byte {
+	var out [][]byte
+	for _, c := range d.chunks {
+		if off >= int64(len(c)) {
+			off -= int64(len(c))
+			continue
+		}
+		out = append(out, c[off:])
+		off = 0
+	}
+	return out
+}
 
 // mergeOlder puts older's entries before d's: what a failed changelog held
 // is carried by the next one. Every delta's first entry shares no prefix,
-// so the two encodings concatenate.
+// so the two encodings concatenate (the chunks too: a chunk that is not
+// the last may be partly filled).
 func (d *delta) mergeOlder(older *delta) {
-	d.buf = append(older.buf, d.buf...)
+	d.chunks = append(slices.Clip(older.chunks), d.chunks...)
+	d.size += older.size
 	if d.n == 0 {
 		d.prev = append(d.prev[:0], older.prev...)
 	}
@@ -104,7 +169,11 @@ func header(maxPar int) []byte {
 // trailer returns the changelog's trailer for d after header h.
 func (d *delta) trailer(h []byte) []byte {
 	t := binary.BigEndian.AppendUint64(make([]byte, 0, changelogTrailer), uint64(d.n))
-	crc := crc32.Update(crc32.Update(crc32.Update(0, crcTable, h), crcTable, d.buf), crcTable, t)
+	crc := crc32.Update(0, crcTable, h)
+	for _, c := range d.chunks {
+		crc = crc32.Update(crc, crcTable, c)
+	}
+	crc = crc32.Update(crc, crcTable, t)
 	return binary.BigEndian.AppendUint32(t, crc)
 }
 
@@ -120,7 +189,7 @@ func writeChangelog(fs vfs.FS, path string, maxPar int, d *delta) (size int64, e
 	}
 	h := header(maxPar)
 	trailer := d.trailer(h)
-	for _, b := range [][]byte{h, d.buf, trailer} {
+	for _, b := range slices.Concat([][]byte{h}, d.chunks, [][]byte{trailer}) {
 		if err == nil {
 			_, err = f.Write(b)
 		}
@@ -140,7 +209,7 @@ func writeChangelog(fs vfs.FS, path string, maxPar int, d *delta) (size int64, e
 			return 0, fmt.Errorf("write changelog %s: %w", path, err)
 		}
 	}
-	return int64(len(h) + len(d.buf) + len(trailer)), nil
+	return int64(len(h)) + d.size + int64(len(trailer)), nil
 }
 
 var errBadChangelog = errors.New("not a complete changelog")

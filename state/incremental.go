@@ -216,7 +216,7 @@ func (s *Store) settle() {
 			s.checkDeltaSize()
 		case p.err == nil && p.frozen != nil:
 			s.chain.add(changelog{path: p.path, size: p.size, seq: p.seq})
-			s.spare = p.frozen.buf // the next delta's buffer
+			s.spare = p.frozen // the next delta's chunks
 		}
 	}
 	if s.bg == nil {

@@ -68,6 +68,20 @@ func TestStreamedChangelogsRestoreExactlyTheBarrierState(t *testing.T) {
 	}
 }
 
+// The same with deltas in chunks of 13 bytes, which most entries span
+// (changelog.go), streamed and not.
+func TestChunkedDeltasRestoreExactlyTheBarrierState(t *testing.T) {
+	defer func(n, c int) { streamChunk, deltaChunk = n, c }(streamChunk, deltaChunk)
+	deltaChunk = 13
+	t.Run("whole", func(t *testing.T) { checkChainsRestoreExactly(t) })
+	streamChunk = 256
+	t.Run("streamed", func(t *testing.T) {
+		if s := checkChainsRestoreExactly(t); s.streams < 30 {
+			t.Errorf("%d streams over 40 barriers", s.streams)
+		}
+	})
+}
+
 // streamFiles lists the stream files of the Store of working directory dir.
 func streamFiles(t testing.TB, fs vfs.FS, dir string) []string {
 	t.Helper()
@@ -387,8 +401,9 @@ func TestAdoptedFullSnapshotReplacedAfterAFailureIsRemoved(t *testing.T) {
 // fails too, Wait fails and the next changelog carries the delta, streamed
 // again.
 func TestAFailingChangelogStreamFallsBackToTheWholeChangelog(t *testing.T) {
-	defer func(n int) { streamChunk = n }(streamChunk)
+	defer func(n, c int) { streamChunk, deltaChunk = n, c }(streamChunk, deltaChunk)
 	streamChunk = 64
+	deltaChunk = 13 // entries across chunks, and a carried delta's chunks before the next one's
 	for name, kind := range map[string]errorfs.OpKind{
 		"create": errorfs.OpCreate, "write": errorfs.OpFileWrite, "sync": errorfs.OpFileSyncData, "rename": errorfs.OpRename,
 	} {

@@ -52,7 +52,7 @@ type Store struct {
 	seq       uint64 // barriers seen by Checkpoint
 	chain     chain  // the snapshot the next Checkpoint extends
 	last      *Pending
-	spare     []byte      // a written delta's buffer, for the next one
+	spare     *delta      // a written delta, whose chunks the next one takes
 	bg        *background // a full snapshot on its own goroutine, until adopted
 	release   func(paths ...string)
 

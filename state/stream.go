@@ -38,7 +38,7 @@ const streamQueue = 16
 type stream struct {
 	fs   vfs.FS
 	temp string
-	sent int // bytes of the delta handed over (the header is not counted)
+	sent int64 // bytes of the delta handed over (the header is not counted)
 	ch   chan []byte
 	done chan struct{}
 	f    vfs.File // the goroutine's until done
@@ -73,13 +73,14 @@ func (st *stream) run(head []byte) {
 	}
 }
 
-// send hands a copy of the delta's bytes b (the next ones after those sent)
-// to the goroutine: a copy, because a vfs.File may scribble on what it was
-// given to write (Pebble's MemFS does in race-enabled builds, to catch
-// callers that reuse it), and the delta is still in use.
-func (st *stream) send(b []byte) {
-	st.ch <- bytes.Clone(b)
-	st.sent += len(b)
+// send hands a copy of the delta's bytes after those sent to the
+// goroutine: a copy, because a vfs.File may scribble on what it was given
+// to write (Pebble's MemFS does in race-enabled builds, to catch callers
+// that reuse it), and the delta is still in use.
+func (st *stream) send(d *delta) {
+	b := bytes.Join(d.from(st.sent), nil)
+	st.ch <- b
+	st.sent += int64(len(b))
 }
 
 // finish writes the rest of d (after what was sent) and the trailer, syncs
@@ -89,7 +90,7 @@ func (st *stream) send(b []byte) {
 func (st *stream) finish(d *delta, maxPar int, path string) (int64, error) {
 	h := header(maxPar)
 	trailer := d.trailer(h)
-	st.ch <- bytes.Clone(d.buf[st.sent:]) // as send
+	st.send(d)
 	st.ch <- trailer
 	close(st.ch)
 	<-st.done
@@ -114,7 +115,7 @@ func (st *stream) finish(d *delta, maxPar int, path string) (int64, error) {
 		_ = st.fs.Remove(st.temp)
 		return 0, fmt.Errorf("stream changelog %s: %w", path, err)
 	}
-	return int64(len(h) + len(d.buf) + len(trailer)), nil
+	return int64(len(h)) + d.size + int64(len(trailer)), nil
 }
 
 // abort stops the stream and removes its file.
@@ -133,16 +134,16 @@ func (s *Store) feed() {
 	if s.delta == nil {
 		return
 	}
-	n := len(s.delta.buf)
+	n := s.delta.bytes()
 	if s.stream == nil {
-		if n < streamChunk {
+		if n < int64(streamChunk) {
 			return
 		}
 		s.streams++
 		s.stream = startStream(s.fs, fmt.Sprintf("%s%d", streamPrefix(s.dir), s.streams), s.maxPar)
 	}
-	if n-s.stream.sent >= streamChunk {
-		s.stream.send(s.delta.buf[s.stream.sent:n])
+	if n-s.stream.sent >= int64(streamChunk) {
+		s.stream.send(s.delta)
 	}
 }
 
