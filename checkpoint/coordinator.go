@@ -107,6 +107,9 @@ func (c *Coordinator) Step(ev Event) error {
 	case TriggerNow:
 		c.forced = true
 		if c.started {
+			if ev.Now.After(c.now) {
+				c.now = ev.Now
+			}
 			c.maybeTrigger()
 		}
 	case Ack:

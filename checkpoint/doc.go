@@ -65,7 +65,7 @@
 //     new Coordinator. Do not step this one again (it ignores everything).
 //  11. Route each task's Ack (snapshot handle and Metrics) and Decline to
 //     Step, and a failed task as TaskFailed.
-//  12. To stop cleanly (SIGTERM), note Status().NextID, Step(TriggerNow{}),
+//  12. To stop cleanly (SIGTERM), note Status().NextID, Step(TriggerNow{Now: now}),
 //     and keep driving until Status().LastCompleted reaches that id: the
 //     final checkpoint is then durable and committed.
 //

@@ -75,8 +75,11 @@ type TaskFailed struct {
 // waiting for the interval, the initial delay or the minimum pause: the
 // final checkpoint of a job that is stopping. The trigger happens on this
 // Step if the schedule has started and a slot is free, else on a later Tick
-// or completion.
-type TriggerNow struct{}
+// or completion. Now, when set and later than the latest Tick, is the time
+// of the request, which the checkpoint is triggered at (and its duration
+// measured from) instead of the latest Tick's, up to a tick period earlier;
+// later Ticks must not be before it.
+type TriggerNow struct{ Now time.Time }
 
 func (TriggerNow) isEvent()            {}
 func (Tick) isEvent()                  {}

@@ -162,12 +162,23 @@ func (e *coordEnv) handleTick(t *testing.T, d *datadriven.TestData) {
 	e.step(Tick{Now: t0.Add(at)})
 }
 
-// handleTriggerNow steps TriggerNow (a final checkpoint).
+// handleTriggerNow steps TriggerNow (a final checkpoint), at the time given
+// (after the script's start) or with none.
 //
-//	trigger-now
+//	trigger-now [at=D]
 func (e *coordEnv) handleTriggerNow(t *testing.T, d *datadriven.TestData) {
-	positional(t, d, 0)
-	e.step(TriggerNow{})
+	positional(t, d, 0, "at")
+	var ev TriggerNow
+	if d.HasArg("at") {
+		var s string
+		d.ScanArgs(t, "at", &s)
+		at, err := time.ParseDuration(s)
+		if err != nil {
+			d.Fatalf(t, "trigger-now: %v", err)
+		}
+		ev.Now = t0.Add(at)
+	}
+	e.step(ev)
 }
 
 // handleAck steps task TASK's Ack of checkpoint ID; its snapshot lists the

@@ -42,6 +42,8 @@ type driver struct {
 	observe func(checkpoint.Action)
 	// clock is the wall clock for health and logs; nil means time.Now.
 	clock func() time.Time
+	// lastTime is the latest time given to the Coordinator (coordTime).
+	lastTime time.Time
 }
 
 // persisted is a checkpoint whose metadata is durable, waiting for its
@@ -76,7 +78,7 @@ func (d *driver) loop(ctx context.Context, stop <-chan struct{}, tick, finalTime
 			finalAfter = d.requestStop(ctx)
 			deadline = time.Now().Add(finalTimeout)
 		case now := <-ticker.C:
-			d.step(ctx, checkpoint.Tick{Now: now})
+			d.step(ctx, checkpoint.Tick{Now: d.coordTime(now)})
 		case ev := <-d.events:
 			d.step(ctx, ev)
 		}
@@ -106,8 +108,19 @@ func (d *driver) requestStop(ctx context.Context) checkpoint.ID {
 	for _, r := range d.readers {
 		r.Suspend(finalAfter)
 	}
-	d.step(ctx, checkpoint.TriggerNow{})
+	d.step(ctx, checkpoint.TriggerNow{Now: d.coordTime(d.now())})
 	return finalAfter
+}
+
+// coordTime returns t, or the latest time it returned if t is before it:
+// the Coordinator's times never go back (a tick already in the ticker's
+// channel is older than the stop request's time).
+func (d *driver) coordTime(t time.Time) time.Time {
+	if t.Before(d.lastTime) {
+		return d.lastTime
+	}
+	d.lastTime = t
+	return t
 }
 
 // stopped reports whether a checkpoint triggered after the stop request
