@@ -35,8 +35,10 @@ type driver struct {
 	log       zerolog.Logger
 	onCommit  func(checkpoint.Metadata, restored) // after a checkpoint is committed; may be nil
 	persisted map[checkpoint.ID]persisted
-	discards  []checkpoint.Discard // files of failed checkpoints, until a later one completed
-	failed    error                // set by FailJob
+	// commitTimeout bounds one checkpoint's sink commit (commitBound).
+	commitTimeout time.Duration
+	discards      []checkpoint.Discard // files of failed checkpoints, until a later one completed
+	failed        error                // set by FailJob
 	// observe, if set, sees every action just before it is performed (the
 	// deterministic harness traces them).
 	observe func(checkpoint.Action)
@@ -204,7 +206,7 @@ func (d *driver) complete(ctx context.Context, a checkpoint.NotifyComplete) {
 		return
 	}
 	commitStart := time.Now()
-	if err := d.sink.Commit(ctx, r.committables); err != nil {
+	if err := d.commit(ctx, r.committables); err != nil {
 		d.failed = fmt.Errorf("sink commit of checkpoint %d: %w", a.ID, err)
 		return
 	}
@@ -235,6 +237,34 @@ func (d *driver) complete(ctx context.Context, a checkpoint.NotifyComplete) {
 	}
 	d.store.Collect() // retention, off the checkpoint's critical path
 	d.discard(a.ID)
+}
+
+// commitBound is how long a checkpoint's sink commit may take before it
+// fails the job: checkpoint.timeout, and at least minCommitTimeout. A
+// commit is a handful of requests (a transaction's end, a multipart
+// upload's completion); one that outlasts this is stuck (a client retrying
+// a broker's answer forever, say), and it would hold the driver, and so
+// every later checkpoint, without a word. The failure restarts the job,
+// whose Recover commits the same committables again (Commit is
+// idempotent; duty 7).
+func commitBound(checkpointTimeout time.Duration) time.Duration {
+	return max(checkpointTimeout, minCommitTimeout)
+}
+
+const minCommitTimeout = 30 * time.Second
+
+// commit runs the sink's Commit under commitTimeout.
+func (d *driver) commit(ctx context.Context, cs []sink.Committable) error {
+	if d.commitTimeout <= 0 {
+		return d.sink.Commit(ctx, cs)
+	}
+	cctx, cancel := context.WithTimeout(ctx, d.commitTimeout)
+	defer cancel()
+	err := d.sink.Commit(cctx, cs)
+	if err != nil && ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded) {
+		return fmt.Errorf("did not finish within %v (at least checkpoint.timeout): %w", d.commitTimeout, err)
+	}
+	return err
 }
 
 // discard deletes the files of the failed checkpoints before completed,

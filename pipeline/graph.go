@@ -65,7 +65,8 @@ func (a *attempt) build(r *restoredJob) (*graph, error) {
 		coord: coord, store: r.store, readers: g.readers, stopAt: &g.stopAt, sink: r.sink, writers: writers, workers: g.workers,
 		offsets: newOffsetCommitter(r.source, j.metrics, log),
 		events:  g.events, metrics: j.metrics, health: &j.health, history: &j.history, log: log,
-		persisted: map[checkpoint.ID]persisted{},
+		persisted:     map[checkpoint.ID]persisted{},
+		commitTimeout: commitBound(j.cfg.Checkpoint.Timeout),
 		onCommit: func(md checkpoint.Metadata, rs restored) {
 			a.progress = true
 			j.last.Store(&Completion{ID: uint64(md.ID), TriggeredAt: md.Timestamp, CompletedAt: time.Now(),
