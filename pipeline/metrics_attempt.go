@@ -111,7 +111,7 @@ func (m *attemptMetrics) carry(o *attemptObjects) {
 	}
 	for w, st := range o.stores {
 		if st != nil {
-			m.carried.state[w] = m.carried.state[w].add(countsOf(st.Metrics()))
+			m.carried.state[w] = m.carried.state[w].add(countsOf(st, st.Metrics()))
 		}
 	}
 }

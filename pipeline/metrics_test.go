@@ -146,6 +146,7 @@ func TestMetricsSurviveRestarts(t *testing.T) {
 		"connector_sink_committed_files_total": 2,
 		"connector_sink_written_bytes_total":   1,
 		"connector_state_flushes_total":        0,
+		"connector_state_write_stalls_total":   0,
 	} {
 		if v, ok := s.Sum(name); !ok || v < least {
 			t.Errorf("after the stop: %s = %v (present %v), want >= %v", name, v, ok, least)

@@ -56,8 +56,9 @@ type Store struct {
 	bg        *background // a full snapshot on its own goroutine, until adopted
 	release   func(paths ...string)
 
-	comp *compactor    // of expired ranges (expire.go)
-	pend *pebble.Batch // Sets and Deletes not applied yet (pending.go)
+	comp   *compactor    // of expired ranges (expire.go)
+	stalls *stalls       // Pebble's write stalls (stalls.go)
+	pend   *pebble.Batch // Sets and Deletes not applied yet (pending.go)
 
 	stream  *stream // the delta's changelog, written as it fills (stream.go)
 	streams int     // streams started: each has a name of its own
@@ -103,11 +104,14 @@ func open(cfg Config, log zerolog.Logger, wal bool) (*Store, error) {
 	}
 	cache := pebble.NewCache(cacheSize)
 	defer cache.Unref() // the DB holds its own reference
+	stalls := newStalls(log)
+	listener := stalls.listener()
 	opts := &pebble.Options{
-		FS:         cfg.FS,
-		Logger:     newPebbleLogger(log),
-		DisableWAL: !wal,
-		Cache:      cache,
+		FS:            cfg.FS,
+		Logger:        newPebbleLogger(log),
+		DisableWAL:    !wal,
+		Cache:         cache,
+		EventListener: &listener,
 	}
 	// Keyed state is read by point lookups, most of them for keys not there
 	// yet (dedup's first sighting of an id): a bloom filter answers those
@@ -135,7 +139,7 @@ func open(cfg Config, log zerolog.Logger, wal bool) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open state %s: %w", cfg.Dir, err)
 	}
-	s := &Store{db: db, fs: cfg.FS, dir: cfg.Dir, log: log, wal: wal, shared: shared,
+	s := &Store{db: db, fs: cfg.FS, dir: cfg.Dir, log: log, wal: wal, shared: shared, stalls: stalls,
 		keyGroups: cfg.KeyGroups, maxPar: cfg.MaxParallelism, key: make([]byte, 0, 64), kgErr: errNoKeyGroup,
 		fullAfter: cfg.FullSnapshotAfter, delta: newDelta(nil), release: cfg.Release, comp: newCompactor(db, log)}
 	if cfg.KeyGroups.Len() == 1 {
