@@ -112,7 +112,7 @@ func TestUnreachableBrokerKeepsRetryingAndIsNotReady(t *testing.T) {
 	dir := t.TempDir()
 	cfg := jobConfig(t, kafkatest.Brokers{Addrs: []string{"127.0.0.1:1"}}, "orders", dir, jobOpts{})
 	r := start(t, cfg)
-	waitUntil(t, "three logged retries", func() bool { return r.logs.count("failed; retrying") >= 3 })
+	waitUntil(t, "three logged retries", func() bool { return r.logs.Count("failed; retrying") >= 3 })
 	if r.job.Ready() == nil {
 		t.Fatal("job is ready without a broker")
 	}

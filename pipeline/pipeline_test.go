@@ -7,7 +7,6 @@ import (
 
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +18,7 @@ import (
 	"github.com/connector-dev/connector/internal/idtest"
 	"github.com/connector-dev/connector/internal/kafkatest"
 	"github.com/connector-dev/connector/internal/metrics"
+	"github.com/connector-dev/connector/internal/syncbuf"
 	"github.com/connector-dev/connector/sink/file"
 	"github.com/connector-dev/connector/source/kafka"
 )
@@ -78,25 +78,7 @@ type running struct {
 	done   chan error
 	job    *Job
 	reg    *prometheus.Registry
-	logs   *syncBuffer
-}
-
-// syncBuffer collects log lines from the job's goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) count(substr string) int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return strings.Count(b.buf.String(), substr)
+	logs   *syncbuf.Buffer
 }
 
 // counter is the value of the job's counter name (0 before it counted).
@@ -116,7 +98,7 @@ func start(t *testing.T, cfg *config.Job) *running {
 func startWith(t *testing.T, cfg *config.Job, opts Options) *running {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	opts.Log = zerolog.New(zerolog.MultiLevelWriter(zerolog.NewTestWriter(t), logs)).Level(zerolog.InfoLevel)
 	opts.DiscoverEvery = 500 * time.Millisecond
 	if opts.Registry == nil {

@@ -13,25 +13,9 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 	"github.com/rs/zerolog"
+
+	"github.com/connector-dev/connector/internal/syncbuf"
 )
-
-// syncBuffer is a bytes.Buffer safe for Pebble's goroutines and the test's.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
 
 // TestAWriteStallIsCountedAndLogged: with the memtables' flushes held (their
 // sstable writes blocked), the writer's Sets fill every memtable Pebble
@@ -48,7 +32,7 @@ func TestAWriteStallIsCountedAndLogged(t *testing.T) {
 	}))
 	testPebbleOptions = func(o *pebble.Options) { o.MemTableSize = 256 << 10; o.MemTableStopWritesThreshold = 2 }
 	t.Cleanup(func() { testPebbleOptions = nil })
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	s, err := Open(Config{Dir: filepath.Join(root, "work"), KeyGroups: solo, FS: fs}, zerolog.New(&logs).Level(zerolog.WarnLevel))
 	if err != nil {
 		t.Fatal(err)

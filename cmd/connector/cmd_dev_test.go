@@ -8,33 +8,15 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/connector-dev/connector/internal/pgtest"
 	"github.com/connector-dev/connector/internal/s3test"
+	"github.com/connector-dev/connector/internal/syncbuf"
 	"github.com/minio/minio-go/v7"
 	"github.com/parquet-go/parquet-go"
 )
-
-// syncBuffer is a bytes.Buffer safe for one writer and one reader.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // TestDevRunsTheKafkaToKafkaExample: `connector dev` runs
 // examples/kafka-to-kafka.yaml on the embedded broker (the sink's topic
@@ -142,7 +124,7 @@ func runDevExample(t *testing.T, example, where string) (int, string) {
 	t.Setenv("HTTP_ADDR", "127.0.0.1:0")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var out, errOut syncBuffer
+	var out, errOut syncbuf.Buffer
 	done := make(chan int, 1)
 	go func() {
 		done <- run(ctx, []string{"dev", "--config", path, "--data", filepath.Join(dir, "kafka"), "--rate", "5000"}, &out, &errOut)

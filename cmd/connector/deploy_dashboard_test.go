@@ -17,6 +17,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/connector-dev/connector/internal/metrics"
+	"github.com/connector-dev/connector/internal/syncbuf"
 )
 
 const (
@@ -260,7 +261,7 @@ func scrapeDev(t *testing.T, example string) metrics.Snapshot {
 	t.Chdir(dir) // the example's data dirs are relative
 	t.Setenv("HTTP_ADDR", "127.0.0.1:0")
 	ctx, cancel := context.WithCancel(context.Background())
-	var out, errOut syncBuffer
+	var out, errOut syncbuf.Buffer
 	done := make(chan int, 1)
 	go func() {
 		done <- run(ctx, []string{"dev", "--config", path, "--data", filepath.Join(dir, "kafka"), "--rate", "5000"}, &out, &errOut)
