@@ -473,6 +473,7 @@ func (b *bench) beginWith(s spec, prepare func() error) (dir string, r *result, 
 		}
 	}
 	b.warmTopic(s.topic)
+	b.settleDisk()
 	b.waitQuiet()
 	b.log("%s / %s: starting (%s, parallelism %d)", s.section, s.label, s.topic.Name, s.parallelism)
 	return dir, r, true
