@@ -12,8 +12,8 @@ import (
 // run, so that a drain does not pay for what was written before it: the
 // topic just produced (1 GB for 10M x 100 B), or the previous contender's
 // output. Without it the first run after a production met fsyncs of up to
-// a second and state flushes stalled behind them (bench/RESULTS.md, "Disk
-// writeback before a run"). It logs what it wrote back when that took
+// a second and state flushes stalled behind them (bench/RESULTS.md,
+// "Write stalls, and the disk's writeback before a run"). It logs what it wrote back when that took
 // longer than a second.
 func (b *bench) settleDisk() {
 	dirty := dirtyBytes()
