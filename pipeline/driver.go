@@ -37,8 +37,11 @@ type driver struct {
 	persisted map[checkpoint.ID]persisted
 	// commitTimeout bounds one checkpoint's sink commit (commitBound).
 	commitTimeout time.Duration
-	discards      []checkpoint.Discard // files of failed checkpoints, until a later one completed
-	failed        error                // set by FailJob
+	// slowWarning is how often a commit still running says so; 0 means
+	// slowCallWarning.
+	slowWarning time.Duration
+	discards    []checkpoint.Discard // files of failed checkpoints, until a later one completed
+	failed      error                // set by FailJob
 	// observe, if set, sees every action just before it is performed (the
 	// deterministic harness traces them).
 	observe func(checkpoint.Action)
@@ -206,7 +209,7 @@ func (d *driver) complete(ctx context.Context, a checkpoint.NotifyComplete) {
 		return
 	}
 	commitStart := time.Now()
-	if err := d.commit(ctx, r.committables); err != nil {
+	if err := d.commit(ctx, a.ID, r.committables); err != nil {
 		d.failed = fmt.Errorf("sink commit of checkpoint %d: %w", a.ID, err)
 		return
 	}
@@ -253,8 +256,15 @@ func commitBound(checkpointTimeout time.Duration) time.Duration {
 
 const minCommitTimeout = 30 * time.Second
 
-// commit runs the sink's Commit under commitTimeout.
-func (d *driver) commit(ctx context.Context, cs []sink.Committable) error {
+// commit runs the sink's Commit of checkpoint id under commitTimeout,
+// warning while it runs long.
+func (d *driver) commit(ctx context.Context, id checkpoint.ID, cs []sink.Committable) error {
+	period := d.slowWarning
+	if period <= 0 {
+		period = slowCallWarning
+	}
+	defer warnWhileSlow(d.log.With().Uint64("checkpoint", uint64(id)).Dur("bound_ms", d.commitTimeout).Logger(),
+		period, "sink commit")()
 	if d.commitTimeout <= 0 {
 		return d.sink.Commit(ctx, cs)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/connector-dev/connector/checkpoint"
+	"github.com/connector-dev/connector/internal/syncbuf"
 	"github.com/connector-dev/connector/sink"
 )
 
@@ -62,7 +63,7 @@ func TestACommitEndedByTheJobIsNotCalledATimeout(t *testing.T) {
 	d := &driver{sink: s, log: zerolog.Nop(), commitTimeout: time.Hour}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
-	err := d.commit(ctx, nil)
+	err := d.commit(ctx, 0, nil)
 	if !errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "did not finish within") {
 		t.Fatalf("commit: %v; want the job's own context error, unannotated", err)
 	}
@@ -77,5 +78,47 @@ func TestCommitBoundIsCheckpointTimeoutAndAtLeastThirtySeconds(t *testing.T) {
 		if got := commitBound(c.timeout); got != c.want {
 			t.Errorf("commitBound(%v) = %v, want %v", c.timeout, got, c.want)
 		}
+	}
+}
+
+// waitingSink's Commit returns once the job's log says the commit is still
+// waiting (or after 30 s, with an error saying it never did).
+type waitingSink struct {
+	sink.Sink
+	log *syncbuf.Buffer
+}
+
+func (s *waitingSink) Commit(ctx context.Context, _ []sink.Committable) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for s.log.Count("sink commit: still waiting") == 0 {
+		if time.Now().After(deadline) {
+			return errors.New("no warning within 30s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return nil
+}
+
+// TestACommitThatRunsLongSaysSo: while a sink's commit runs past the
+// warning period, the log says which checkpoint's commit is still waiting,
+// and how long its bound is; once it returns, the warnings stop.
+func TestACommitThatRunsLongSaysSo(t *testing.T) {
+	var logs syncbuf.Buffer
+	d := &driver{
+		sink: &waitingSink{log: &logs}, log: zerolog.New(&logs), commitTimeout: time.Hour, slowWarning: 5 * time.Millisecond,
+	}
+	if err := d.commit(context.Background(), 7, nil); err != nil {
+		t.Fatalf("commit: %v", err)
+	}
+	line := strings.SplitN(logs.String(), "\n", 2)[0]
+	for _, want := range []string{`"level":"warn"`, `"checkpoint":7`, `"bound_ms":3600000`, `"waiting_ms":`, `"message":"sink commit: still waiting"`} {
+		if !strings.Contains(line, want) {
+			t.Errorf("the warning %s lacks %s", line, want)
+		}
+	}
+	n := logs.Count("still waiting")
+	time.Sleep(20 * time.Millisecond) // four warning periods: none may come once commit returned
+	if m := logs.Count("still waiting"); m != n {
+		t.Fatalf("%d warnings after the commit returned", m-n)
 	}
 }

@@ -119,7 +119,11 @@ func (a *attempt) recoverSink(ctx context.Context, r *restoredJob) error {
 	if err := a.checkFallback(ctx, r, snk); err != nil {
 		return err
 	}
-	if err := snk.Recover(ctx, r.committables); err != nil {
+	done := warnWhileSlow(a.j.log.With().Int("committables", len(r.committables)).Logger(), slowCallWarning,
+		"sink recovery (committing the restored checkpoint's output again)")
+	err = snk.Recover(ctx, r.committables)
+	done()
+	if err != nil {
 		return fmt.Errorf("recover sink: %w", err)
 	}
 	r.sink = snk
