@@ -252,8 +252,12 @@ func (a *Aligner[R]) snapshot(now time.Time, e *alignment) {
 		a.emit(Output[R]{Kind: CancelAndForward, Barrier: old.b,
 			Reason: fmt.Errorf("checkpoint %d: %w by %d", old.b.ID, ErrSubsumed, e.b.ID)})
 	}
+	var delay time.Duration
+	if !e.b.Timestamp.IsZero() {
+		delay = max(0, e.start.Sub(e.b.Timestamp))
+	}
 	a.emit(Output[R]{Kind: SnapshotAndForward, Barrier: e.b, Alignment: Alignment{
-		Duration: now.Sub(e.start), HeldCount: len(a.held), HeldBytes: a.heldBytes,
+		Duration: now.Sub(e.start), StartDelay: delay, HeldCount: len(a.held), HeldBytes: a.heldBytes,
 	}})
 	a.forget(e.b.ID)
 }

@@ -332,6 +332,7 @@ func (c *Coordinator) complete(p *pending) {
 		totals.Sync = max(totals.Sync, a.Metrics.Sync)
 		totals.Async = max(totals.Async, a.Metrics.Async)
 		totals.Alignment = max(totals.Alignment, a.Metrics.Alignment)
+		totals.StartDelay = max(totals.StartDelay, a.Metrics.StartDelay)
 	}
 	c.last = &md
 	c.failures = 0

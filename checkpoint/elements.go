@@ -76,6 +76,11 @@ type Alignment struct {
 	// channel's barrier, or the end of a channel that completed the
 	// alignment), in the times the caller passed in.
 	Duration time.Duration
+	// StartDelay is from the barrier's Timestamp (its trigger) to its
+	// first arrival at this task: how long it took the barrier to come
+	// through the sources and the channels (records ahead of it, a busy
+	// reader). 0 when the Timestamp is unset or later than that arrival.
+	StartDelay time.Duration
 	// HeldCount and HeldBytes are the input held back while aligning
 	// (exactly-once only): elements, and the Size of held records.
 	HeldCount int

@@ -32,6 +32,9 @@ type Metrics struct {
 	// Alignment is how long the task waited for barriers (Aligner's
 	// Alignment.Duration).
 	Alignment time.Duration
+	// StartDelay is from the trigger to the first barrier's arrival at the
+	// task (Aligner's Alignment.StartDelay).
+	StartDelay time.Duration
 }
 
 // Ack is a task's acknowledgement of checkpoint ID with its snapshot.

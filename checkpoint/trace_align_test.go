@@ -79,7 +79,8 @@ func (e *alignEnv) handleAligner(t *testing.T, d *datadriven.TestData) string {
 //
 //	[@D] CH rec VALUE [SIZE]  a record on channel CH (SIZE bytes, default
 //	                          len(VALUE))
-//	[@D] CH barrier ID        barrier ID (timestamp 0)
+//	[@D] CH barrier ID [T]    barrier ID, triggered at script time T (else
+//	                          its timestamp is unset)
 //	[@D] CH cancel ID         a cancellation marker for ID
 //	[@D] CH end               the channel's end
 //	[@D] abort ID             the Coordinator aborted ID (Aligner.Abort)
@@ -171,8 +172,16 @@ func parseElement(t *testing.T, d *datadriven.TestData, line string, f []string)
 			}
 		}
 		return ch, el
-	case f[1] == "barrier" && len(f) == 3:
-		return ch, Element[string]{Kind: BarrierElement, Barrier: Barrier{ID: scriptID(t, d, f[2])}}
+	case f[1] == "barrier" && (len(f) == 3 || len(f) == 4):
+		b := Barrier{ID: scriptID(t, d, f[2])}
+		if len(f) == 4 {
+			at, err := time.ParseDuration(f[3])
+			if err != nil {
+				bad()
+			}
+			b.Timestamp = t0.Add(at)
+		}
+		return ch, Element[string]{Kind: BarrierElement, Barrier: b}
 	case f[1] == "cancel" && len(f) == 3:
 		return ch, Element[string]{Kind: CancelElement, Cancel: CancelMarker{ID: scriptID(t, d, f[2])}}
 	case f[1] == "end" && len(f) == 2:
@@ -190,6 +199,9 @@ func formatOutput(o Output[string]) string {
 		return fmt.Sprintf("process %d:%s", o.Channel, o.Record)
 	case SnapshotAndForward:
 		s := fmt.Sprintf("snapshot %d aligned=%v", o.Barrier.ID, o.Alignment.Duration)
+		if o.Alignment.StartDelay > 0 {
+			s += fmt.Sprintf(" start-delay=%v", o.Alignment.StartDelay)
+		}
 		if o.Alignment.HeldCount > 0 {
 			s += fmt.Sprintf(" held=%d/%dB", o.Alignment.HeldCount, o.Alignment.HeldBytes)
 		}

@@ -185,12 +185,19 @@ func (e *coordEnv) handleTriggerNow(t *testing.T, d *datadriven.TestData) {
 // files given (none by default) and its metrics the bytes given (0 by
 // default).
 //
-//	ack TASK ID [files=(F, G)] [bytes=N]
+//	ack TASK ID [files=(F, G)] [bytes=N] [start-delay=D]
 func (e *coordEnv) handleAck(t *testing.T, d *datadriven.TestData) {
-	p := positional(t, d, 2, "files", "bytes")
+	p := positional(t, d, 2, "files", "bytes", "start-delay")
 	a := Ack{Task: TaskID(p[0]), ID: scriptID(t, d, p[1]), Snapshot: Snapshot{Data: []byte(p[0])}}
 	d.MaybeScanArgs(t, "files", &a.Snapshot.Files)
 	d.MaybeScanArgs(t, "bytes", &a.Metrics.Bytes)
+	var delay string
+	if d.MaybeScanArgs(t, "start-delay", &delay) {
+		var err error
+		if a.Metrics.StartDelay, err = time.ParseDuration(delay); err != nil {
+			d.Fatalf(t, "start-delay: %v", err)
+		}
+	}
 	e.step(a)
 }
 
@@ -269,6 +276,9 @@ func formatAction(a Action) string {
 		s := fmt.Sprintf("notify-complete %d", a.ID)
 		if a.Totals.Bytes > 0 {
 			s += fmt.Sprintf(" bytes=%d", a.Totals.Bytes)
+		}
+		if a.Totals.StartDelay > 0 {
+			s += fmt.Sprintf(" start-delay=%v", a.Totals.StartDelay)
 		}
 		return s
 	}

@@ -229,11 +229,13 @@ func (d *driver) complete(ctx context.Context, a checkpoint.NotifyComplete) {
 		c.Status, c.DurationMS = statusCompleted, ms(took)
 		c.AckedMS, c.PersistMS, c.CommitMS = ms(p.acked.Sub(a.Timestamp)), ms(p.durable.Sub(p.acked)), ms(committed)
 		c.SyncMS, c.AsyncMS, c.AlignmentMS = ms(a.Totals.Sync), ms(a.Totals.Async), ms(a.Totals.Alignment)
+		c.StartDelayMS = ms(a.Totals.StartDelay)
 		c.StateBytes, c.Committables = a.Totals.Bytes, len(r.committables)
 	})
 	d.log.Info().Uint64("checkpoint", uint64(a.ID)).Dur("duration_ms", took).
 		Dur("acked_ms", p.acked.Sub(a.Timestamp)).Dur("persist_ms", p.durable.Sub(p.acked)).Dur("commit_ms", committed).
-		Dur("sync_ms", a.Totals.Sync).Dur("async_ms", a.Totals.Async).Dur("alignment_ms", a.Totals.Alignment).Int64("state_bytes", a.Totals.Bytes).
+		Dur("sync_ms", a.Totals.Sync).Dur("async_ms", a.Totals.Async).Dur("alignment_ms", a.Totals.Alignment).
+		Dur("start_delay_ms", a.Totals.StartDelay).Int64("state_bytes", a.Totals.Bytes).
 		Int("committables", len(r.committables)).Msg("checkpoint completed")
 	if d.onCommit != nil {
 		d.onCommit(md, r)

@@ -23,13 +23,15 @@ type CheckpointRecord struct {
 	DurationMS  float64    `json:"duration_ms,omitempty"`
 	// Phases of a completed checkpoint: trigger to the last ack, the
 	// metadata's persist, the sinks' commit; the slowest task's
-	// synchronous and asynchronous snapshot parts and alignment.
+	// synchronous and asynchronous snapshot parts and alignment, and the
+	// latest first arrival of its barrier at a task after the trigger.
 	AckedMS      float64 `json:"acked_ms,omitempty"`
 	PersistMS    float64 `json:"persist_ms,omitempty"`
 	CommitMS     float64 `json:"commit_ms,omitempty"`
 	SyncMS       float64 `json:"sync_ms,omitempty"`
 	AsyncMS      float64 `json:"async_ms,omitempty"`
 	AlignmentMS  float64 `json:"alignment_ms,omitempty"`
+	StartDelayMS float64 `json:"start_delay_ms,omitempty"`
 	StateBytes   int64   `json:"state_bytes,omitempty"`
 	Committables int     `json:"committables,omitempty"`
 	Reason       string  `json:"reason,omitempty"` // why it failed

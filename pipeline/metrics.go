@@ -29,6 +29,7 @@ type jobMetrics struct {
 	checkpointDuration prometheus.Histogram
 	checkpointSize     prometheus.Histogram
 	alignment          prometheus.Histogram
+	startDelay         prometheus.Histogram
 	syncPart           prometheus.Histogram
 	asyncPart          prometheus.Histogram
 	sinkCommit         prometheus.Histogram
@@ -79,6 +80,8 @@ func newJobMetrics(reg prometheus.Registerer) *jobMetrics {
 			"State bytes a completed checkpoint wrote, summed over the workers (changelogs and new full-snapshot files).", sizeBuckets),
 		alignment: histogram("connector_checkpoint_alignment_duration_seconds",
 			"Longest time any worker of a completed checkpoint waited for its barrier on every input channel.", phaseBuckets),
+		startDelay: histogram("connector_checkpoint_start_delay_seconds",
+			"Longest time from a completed checkpoint's trigger to its barrier's first arrival at a worker (records queued ahead of it, a busy reader).", phaseBuckets),
 		syncPart: histogram("connector_checkpoint_sync_duration_seconds",
 			"Longest synchronous snapshot part (no records processed meanwhile) of any task of a completed checkpoint.", phaseBuckets),
 		asyncPart: histogram("connector_checkpoint_async_duration_seconds",
@@ -102,7 +105,7 @@ func newJobMetrics(reg prometheus.Registerer) *jobMetrics {
 	}
 	reg.MustRegister(
 		m.recordsIn, m.recordsOut, m.checkpointsDone, m.checkpointsFailed,
-		m.checkpointDuration, m.checkpointSize, m.alignment, m.syncPart, m.asyncPart, m.sinkCommit,
+		m.checkpointDuration, m.checkpointSize, m.alignment, m.startDelay, m.syncPart, m.asyncPart, m.sinkCommit,
 		m.lastCompleted, m.lastCompletedAt, m.restarts, m.badSkipped, m.badDeadLettered,
 		m.offsetCommitErrors, m.restoreFallbacks, m.interval, m.timeout, m.attempt, m.kafka,
 	)
@@ -116,6 +119,7 @@ func (m *jobMetrics) completed(a checkpoint.NotifyComplete, commit time.Duration
 	m.checkpointDuration.Observe(now.Sub(a.Timestamp).Seconds())
 	m.checkpointSize.Observe(float64(a.Totals.Bytes))
 	m.alignment.Observe(a.Totals.Alignment.Seconds())
+	m.startDelay.Observe(a.Totals.StartDelay.Seconds())
 	m.syncPart.Observe(a.Totals.Sync.Seconds())
 	m.asyncPart.Observe(a.Totals.Async.Seconds())
 	m.lastCompleted.Set(float64(a.ID))

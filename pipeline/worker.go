@@ -233,7 +233,7 @@ func (w *worker) snapshot(ctx context.Context, b checkpoint.Barrier, al checkpoi
 	}
 	start := time.Now()
 	finish, async, err := w.takeSnapshot(ctx, b.ID)
-	m := checkpoint.Metrics{Sync: time.Since(start), Alignment: al.Duration}
+	m := checkpoint.Metrics{Sync: time.Since(start), Alignment: al.Duration, StartDelay: al.StartDelay}
 	if err != nil {
 		return w.conclude(ctx, b.ID, checkpoint.Snapshot{}, m, err)
 	}

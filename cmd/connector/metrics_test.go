@@ -89,6 +89,7 @@ func TestMetricsPassPromtoolAndReportEveryFamily(t *testing.T) {
 		{"connector_checkpoint_duration_seconds", gt(0), "observations"},
 		{"connector_checkpoint_size_bytes", gt(0), "observations"},
 		{"connector_checkpoint_alignment_duration_seconds", gt(0), "observations"},
+		{"connector_checkpoint_start_delay_seconds", gt(0), "observations"},
 		{"connector_checkpoint_sync_duration_seconds", gt(0), "observations"},
 		{"connector_checkpoint_async_duration_seconds", gt(0), "observations"},
 		{"connector_checkpoint_last_completed_id", gt(0), "> 0"},
@@ -120,6 +121,10 @@ func checkSeries(t *testing.T, s metrics.Snapshot) {
 	}
 	if h := s["connector_checkpoint_size_bytes"].GetMetric()[0].GetHistogram(); h.GetSampleSum() <= 0 {
 		t.Errorf("connector_checkpoint_size_bytes_sum = %v, want the dedup state's bytes", h.GetSampleSum())
+	}
+	// Every barrier reaches a worker some time after its trigger.
+	if h := s["connector_checkpoint_start_delay_seconds"].GetMetric()[0].GetHistogram(); h.GetSampleSum() <= 0 {
+		t.Errorf("connector_checkpoint_start_delay_seconds_sum = %v, want the barriers' time from trigger to a worker", h.GetSampleSum())
 	}
 	for _, l := range s.Series("connector_consumer_lag_records") {
 		if l.Labels["topic"] == "" || l.Labels["partition"] == "" {
