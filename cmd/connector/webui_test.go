@@ -53,6 +53,7 @@ type rendered struct {
 		ID     uint64 `json:"id"`
 		Status string `json:"status"`
 		Reason string `json:"reason"`
+		Phases string `json:"phases"`
 	} `json:"rows"`
 	Bars        []uint64 `json:"bars"`
 	FailMarks   []uint64 `json:"failMarks"`
@@ -68,7 +69,7 @@ type rendered struct {
 const readPage = `(() => {
   const $ = (id) => document.getElementById(id);
   return {
-    rows: [...document.querySelectorAll("#history tbody tr")].map((tr) => ({ id: Number(tr.dataset.id), status: tr.className, reason: tr.querySelector("td.reason").textContent })),
+    rows: [...document.querySelectorAll("#history tbody tr")].map((tr) => ({ id: Number(tr.dataset.id), status: tr.className, reason: tr.querySelector("td.reason").textContent, phases: tr.querySelector("td.phases").textContent })),
     bars: [...document.querySelectorAll("#chart g.bar")].map((g) => Number(g.dataset.id)),
     failMarks: [...document.querySelectorAll("#chart g.fail-mark")].map((g) => Number(g.dataset.id)),
     failures: [...document.querySelectorAll("#failures li")].map((li) => li.textContent),
@@ -183,6 +184,11 @@ func checkAgainstAPI(t *testing.T, shown rendered, st pipeline.Status) {
 		}
 		if i < len(api) && r.Status != "in_progress" && r.Status != api[i].Status {
 			t.Errorf("checkpoint %d: the page says %s, the API %s", r.ID, r.Status, api[i].Status)
+		}
+		// A completed checkpoint's phases name its barrier's start delay,
+		// which the API has (a barrier arrives some time after its trigger).
+		if i < len(api) && r.Status == "completed" && (!strings.Contains(r.Phases, "start ") || api[i].StartDelayMS <= 0) {
+			t.Errorf("checkpoint %d: the page's phases %q, the API's start delay %v ms; want it shown, and above 0", r.ID, r.Phases, api[i].StartDelayMS)
 		}
 	}
 	for _, c := range api {

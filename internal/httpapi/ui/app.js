@@ -193,7 +193,7 @@ function historyRow(c) {
   const ms = (v) => fmtMS(v || 0); // a completed checkpoint's phases: absent is 0
   if (done) {
     phases = el("span", {}, `ack ${ms(c.acked_ms)} · persist ${ms(c.persist_ms)} · commit ${ms(c.commit_ms)}`,
-      el("br"), el("span", { class: "muted" }, `sync ${ms(c.sync_ms)} · async ${ms(c.async_ms)}`));
+      el("br"), el("span", { class: "muted" }, `start ${ms(c.start_delay_ms)} · sync ${ms(c.sync_ms)} · async ${ms(c.async_ms)}`));
   }
   const status = c.status.replace("_", " ");
   return el("tr", { "data-id": c.id, class: c.status },
