@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/cockroachdb/pebble/v2"
-	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/rs/zerolog"
 
@@ -113,12 +112,7 @@ func open(cfg Config, log zerolog.Logger, wal bool) (*Store, error) {
 		Cache:         cache,
 		EventListener: &listener,
 	}
-	// Keyed state is read by point lookups, most of them for keys not there
-	// yet (dedup's first sighting of an id): a bloom filter answers those
-	// without reading and decompressing a block.
-	for i := range opts.Levels {
-		opts.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
-	}
+	levelOptions(opts)
 	// Keyed state is mostly written (a dedup writes every first sighting and
 	// reads Pebble only for values its in-memory index says it has seen), and
 	// most of what is written expires by range deletion within a few TTLs.
