@@ -80,8 +80,8 @@
 //     next Checkpoint takes a full snapshot, the base of a chain of its
 //     own. Nothing restored from is modified, so it can be restored again.
 //  2. The worker calls SetKeyGroup, then Get, Set and Delete, for each
-//     record. Expire (a range deletion in every key group, to free the
-//     space of state no transform reads again) and Scan (a range of keys
+//     record. Expire (an excise of a range from every key group, to free
+//     the space of state no transform reads again) and Scan (a range of keys
 //     of every key group) are not tied to a key group; Expire is not in
 //     the changelogs, so a restore may bring expired keys back.
 //  3. At barrier n the worker calls Checkpoint(fullDir, changelogPath) and

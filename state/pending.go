@@ -35,7 +35,7 @@ func (s *Store) write(k, value []byte, del bool) error {
 }
 
 // apply applies the pending writes to Pebble. Everything that reads
-// Pebble, or writes to it otherwise than by write (a range deletion, a
+// Pebble, or writes to it otherwise than by write (an excise, a
 // snapshot), calls it first, so that Pebble holds every write in the order
 // the caller made them.
 func (s *Store) apply() error {

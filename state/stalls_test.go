@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,8 +25,9 @@ import (
 func TestAWriteStallIsCountedAndLogged(t *testing.T) {
 	root := t.TempDir()
 	release := make(chan struct{})
+	var hold atomic.Bool // from after Open, which flushes the Store's markers
 	fs := errorfs.Wrap(vfs.Default, errorfs.InjectorFunc(func(op errorfs.Op) error {
-		if op.Kind == errorfs.OpFileWrite && strings.HasSuffix(op.Path, ".sst") {
+		if hold.Load() && op.Kind == errorfs.OpFileWrite && strings.HasSuffix(op.Path, ".sst") {
 			<-release
 		}
 		return nil
@@ -38,6 +40,7 @@ func TestAWriteStallIsCountedAndLogged(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
+	hold.Store(true)
 	var releaseOnce sync.Once
 	defer releaseOnce.Do(func() { close(release) }) // a failing test must not leave Close waiting
 

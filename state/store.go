@@ -55,7 +55,6 @@ type Store struct {
 	bg        *background // a full snapshot on its own goroutine, until adopted
 	release   func(paths ...string)
 
-	comp   *compactor    // of expired ranges (expire.go)
 	stalls *stalls       // Pebble's write stalls (stalls.go)
 	pend   *pebble.Batch // Sets and Deletes not applied yet (pending.go)
 
@@ -119,10 +118,17 @@ func open(cfg Config, log zerolog.Logger, wal bool) (*Store, error) {
 	// With Pebble's defaults (compact L0 at 4 files, 64 MB in the base level)
 	// most of the CPU went to rewriting entries that nobody reads and that
 	// were about to expire. L0 takes 16 memtable flushes before it is
-	// compacted, the base level 512 MB, and expired ranges are compacted on
-	// their own (expire.go) so that their space is freed all the same. A
-	// lookup checks more L0 files' bloom filters in exchange. Measured in
-	// bench/RESULTS.md ("Pebble's compaction thresholds").
+	// compacted, the base level 512 MB, and expired ranges leave the
+	// database by Excise (expire.go), which needs formatVersion. Measured
+	// in bench/RESULTS.md ("Pebble's compaction thresholds", "Expiry by
+	// excise").
+	opts.FormatMajorVersion = formatVersion
+	// Every flush and every Expire appends an edit to Pebble's manifest,
+	// and a full snapshot copies it. At Pebble's default (rotate at 128 MB)
+	// it outgrew the state itself: 0.5 MB beside 1.3 MB of tables in
+	// bench/state-growth. Rotated at 64 KiB it holds the live tables and
+	// the edits since (Pebble also waits for as many edits as tables).
+	opts.MaxManifestFileSize = 64 << 10
 	opts.L0CompactionThreshold = 16
 	opts.L0StopWritesThreshold = 64
 	opts.LBaseMaxBytes = 512 << 20
@@ -135,7 +141,7 @@ func open(cfg Config, log zerolog.Logger, wal bool) (*Store, error) {
 	}
 	s := &Store{db: db, fs: cfg.FS, dir: cfg.Dir, log: log, wal: wal, shared: shared, stalls: stalls,
 		keyGroups: cfg.KeyGroups, maxPar: cfg.MaxParallelism, key: make([]byte, 0, 64), kgErr: errNoKeyGroup,
-		fullAfter: cfg.FullSnapshotAfter, delta: newDelta(nil), release: cfg.Release, comp: newCompactor(db, log)}
+		fullAfter: cfg.FullSnapshotAfter, delta: newDelta(nil), release: cfg.Release}
 	if cfg.KeyGroups.Len() == 1 {
 		_ = s.SetKeyGroup(cfg.KeyGroups.Start)
 	}
@@ -220,29 +226,6 @@ func (s *Store) Delete(key []byte) error {
 	return nil
 }
 
-// Expire removes the keys in [start, end) from every key group of the
-// Store, to free space (transform.KV documents the contract): the range
-// deletion is not in the changelog, so a restore from changelogs brings
-// the keys back until the transform expires them again, and a full
-// snapshot taken after it no longer holds them. No key may be a proper
-// prefix of start or end: the key group after each key would decide which
-// side of the bound it falls on.
-func (s *Store) Expire(start, end []byte) error {
-	if s.db == nil {
-		return ErrClosed
-	}
-	if err := s.apply(); err != nil {
-		return err
-	}
-	lo := append([]byte{stateTag}, start...)
-	hi := append([]byte{stateTag}, end...)
-	if err := s.db.DeleteRange(lo, hi, pebble.NoSync); err != nil {
-		return fmt.Errorf("expire state keys [%q, %q): %w", start, end, err)
-	}
-	s.comp.add(lo, hi)
-	return nil
-}
-
 // Scan calls fn with every key in [start, end) of every key group of the
 // Store (the transform's key, without its key group) and its value, both
 // valid during the call, in key order; a key held in several key groups
@@ -280,7 +263,6 @@ func (s *Store) Close() error {
 			s.release(s.bg.dir) // never named by a chain
 		}
 	}
-	s.comp.stop()
 	s.abortStream()
 	var err error
 	if s.pend != nil { // pending writes are lost with the rest of the unsnapshotted ones

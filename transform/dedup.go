@@ -101,8 +101,9 @@ func (c *DedupConfig) problems() []error {
 // after it, the one after, looked at only once a record of that bucket was
 // seen). A lookup reads those buckets, newest first; the first entry found
 // is the value's current window. When the newest record time seen enters a
-// new bucket B, every bucket below B-2 is removed with one range deletion
-// (KV.Expire), which compactions turn into free space: the state holds at
+// new bucket B, every bucket below B-2 is removed at once (KV.Expire: in
+// package state, the tables wholly inside leave the database unread, see
+// state/expire.go), which frees their space: the state holds at
 // most three TTLs of first sightings, whether values repeat or not, and a
 // record up to a TTL older than the newest seen (skew between partitions)
 // finds every window that began within a TTL before it. A record more than
@@ -405,10 +406,11 @@ func (t *Dedup) advance(now int64) error {
 }
 
 // expireBelow removes the buckets below b from the KV and the index. From
-// the first bucket, not from the last expired: a range deletion of
-// everything below b lets Pebble drop and compact the older files
-// wholesale (with one bucket at a time, bench/state-growth saw the state
-// grow: partly covered files were never compacted).
+// the first bucket, not from the last expired, so that whatever a bucket
+// left behind (a lagging record's write into an expired bucket) goes too;
+// with the range deletions Expire once was, one bucket at a time made
+// bench/state-growth's state grow (partly covered files were never
+// compacted).
 func (t *Dedup) expireBelow(b int64) error {
 	if err := t.kv.Expire(t.bucketPrefix(nil, math.MinInt64), t.bucketPrefix(nil, b)); err != nil {
 		return err
