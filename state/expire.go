@@ -10,8 +10,8 @@ import (
 // formatVersion is the format the Store's databases are opened at: the
 // first with excises queued behind the memtables (Expire). Pebble raises a
 // restored snapshot's older format to it when it opens the working copy
-// (the snapshot itself is not written to); a Pebble older than v2.1 could
-// not open a snapshot taken since.
+// (the snapshot itself is not written to). Earlier builds of the connector
+// (the same Pebble, which knows the format) restore snapshots taken since.
 const formatVersion = pebble.FormatFlushableIngestExcises
 
 // Expire removes the keys in [start, end) from every key group of the
