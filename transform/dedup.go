@@ -191,7 +191,7 @@ func NewDedup(cfg DedupConfig, kv KV) (*Dedup, error) {
 	}
 	path := strings.Split(cfg.Key, ".")
 	ns := []byte("transform/dedup/" + cfg.Name + "/")
-	return &Dedup{path: path, ttl: cfg.TTL.Milliseconds(), kv: kv, ns: ns, index: index{seed: maphash.MakeSeed()}}, nil
+	return &Dedup{path: path, ttl: cfg.TTL.Milliseconds(), kv: kv, ns: ns, index: index{seed: maphash.MakeSeed(), ttl: cfg.TTL.Milliseconds()}}, nil
 }
 
 func badNameRune(r rune) bool {

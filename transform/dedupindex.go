@@ -24,6 +24,7 @@ const blockShift = 6
 // load) and kept up to date by every write after that.
 type index struct {
 	seed maphash.Seed // the process's: the index is built at every start
+	ttl  int64        // a bucket's width, ms
 	sets map[int64]*bucketIndex
 }
 
@@ -34,7 +35,7 @@ func (x *index) reset() { x.sets = make(map[int64]*bucketIndex) }
 func (x *index) open(b int64) *bucketIndex {
 	s := x.sets[b]
 	if s == nil {
-		s = &bucketIndex{slots: make([]uint64, 1024)}
+		s = newBucketIndex(b*x.ttl, x.ttl)
 		x.sets[b] = s
 	}
 	return s
@@ -55,21 +56,27 @@ func (x *index) expire(keep int64) {
 // entries (the value in the KV key).
 //
 // For numbered entries, an open-addressing table of 8-byte slots maps a
-// 32-bit fingerprint of the value's hash (its high half) to the number of
-// the latest entry of that fingerprint, plus one (0: an empty slot); the
-// numbers of its earlier entries, if any (another value sharing the
-// fingerprint, or the same value in another key group), are in over. The
-// entries' first sightings are not kept one by one: latest holds, per block
-// of numbers, the latest first sighting of the block's entries, an upper
-// bound for each of them (a block's entries were written one after the
-// other, mostly from one partition's fetch: their times are close; a
-// running maximum over blocks would carry the skew between partitions,
-// minutes in a backlog, into every bound). A lookup reads the KV for
-// the entries of the value's fingerprint whose bound is within the TTL and
-// compares the values: the index may send a lookup to the KV needlessly,
-// never skip one it needs. 11 to 21 bytes a value (the table is 3/8 to 3/4
-// full), against about 40 in a Go map.
+// 32-bit fingerprint of the value's hash (its high half) to the latest
+// entry of that fingerprint: its number and its first sighting, coarsely
+// (slot, below; 0: an empty slot); the numbers of its earlier entries, if
+// any (another value sharing the fingerprint, or the same value in another
+// key group), are in over. Each entry's first sighting has an upper bound:
+// for an entry in a slot, the end of the 1/1023 of the bucket's width its
+// first sighting is in; for every entry, latest holds, per block of
+// numbers, the latest first sighting of the block's entries (a block's
+// entries were written one after the other, mostly from one partition's
+// fetch: their times are close, but partitions skewed in time share a
+// block, and a bound of a block's latest sent 3% of the lookups of
+// bench/profile --dedup u to the KV for values last seen just over a TTL
+// ago). A lookup reads the KV for the entries of the value's fingerprint
+// whose bound is within the TTL and compares the values: the index may send
+// a lookup to the KV needlessly, never skip one it needs. 11 to 21 bytes a
+// value (the table is 3/8 to 3/4 full), against about 40 in a Go map.
 type bucketIndex struct {
+	// start and unit place a slot's time: an entry first seen at start +
+	// q*unit up to start + (q+1)*unit - 1 (q < qUnknown) has q in its
+	// slot. unit 0: no times in slots (every q is qUnknown).
+	start, unit int64
 	slots []uint64
 	// old is the table slots replaced when it grew, while its values move
 	// into slots a few at a time (moveStep for each put): a value is in
@@ -90,6 +97,44 @@ type bucketIndex struct {
 	byValue bool
 	bloom   bloom    // their fingerprints; nil with byValue: unknown
 	loaded  []uint32 // their fingerprints while the Dedup loads (seal)
+}
+
+// A slot is fingerprint<<32 | q<<qShift | number+1: q is the slot's entry's
+// first sighting in units of the bucket's width/1023 (qUnknown: not known,
+// when it is outside the bucket), the number below 1<<qShift - 1 (indexCap
+// is smaller).
+const (
+	qShift   = 22
+	qUnknown = 1<<(32-qShift) - 1
+	numMask  = 1<<qShift - 1
+)
+
+// newBucketIndex is an empty index of the bucket of width ms beginning at
+// start (Unix ms).
+func newBucketIndex(start, width int64) *bucketIndex {
+	return &bucketIndex{start: start, unit: (width + qUnknown - 1) / qUnknown, slots: make([]uint64, 1024)}
+}
+
+// slot is the slot of entry n of fingerprint fp, first seen at first.
+func (s *bucketIndex) slot(fp uint64, n uint32, first int64) uint64 {
+	q := uint64(qUnknown)
+	if off := first - s.start; s.unit > 0 && off >= 0 && off < qUnknown*s.unit {
+		q = uint64(off / s.unit)
+	}
+	return fp<<32 | q<<qShift | uint64(n) + 1
+}
+
+// slotNumber is the number of a slot's entry.
+func slotNumber(v uint64) uint32 { return uint32(v&numMask) - 1 }
+
+// slotBound is an upper bound of a slot's entry's first sighting.
+func (s *bucketIndex) slotBound(v uint64) int64 {
+	n := slotNumber(v)
+	b := s.bound(n)
+	if q := int64(v>>qShift) & qUnknown; q != qUnknown {
+		b = min(b, s.start+(q+1)*s.unit-1)
+	}
+	return b
 }
 
 // add numbers a new entry of a value of hash h, first seen at first, and
@@ -121,31 +166,32 @@ func (s *bucketIndex) put(fp uint64, n uint32, first int64) {
 	i := fp & mask
 	for ; s.slots[i] != 0; i = (i + 1) & mask {
 		if s.slots[i]>>32 == fp {
-			s.again(&s.slots[i], fp, n)
+			s.again(&s.slots[i], fp, n, first)
 			return
 		}
 	}
 	if s.old != nil {
 		if j, ok := s.inOld(fp); ok {
-			s.again(&s.old[j], fp, n)
+			s.again(&s.old[j], fp, n, first)
 			return
 		}
 	}
-	s.slots[i] = fp<<32 | uint64(n) + 1
+	s.slots[i] = s.slot(fp, n, first)
 	if s.n++; s.n*4 > len(s.slots)*3 {
 		s.grow()
 	}
 }
 
-// again records entry n of fingerprint fp, which slot already holds: the
-// slot keeps the latest entry, over the earlier ones.
-func (s *bucketIndex) again(slot *uint64, fp uint64, n uint32) {
-	had := uint32(*slot) - 1
+// again records entry n of fingerprint fp, first seen at first, which
+// slot already holds: the slot keeps the latest entry, over the earlier
+// ones.
+func (s *bucketIndex) again(slot *uint64, fp uint64, n uint32, first int64) {
+	had := slotNumber(*slot)
 	if n == had {
 		return // the same entry again (a key in two key groups)
 	}
 	if n > had {
-		*slot = fp<<32 | uint64(n) + 1
+		*slot = s.slot(fp, n, first)
 		had, n = n, had
 	}
 	if s.over == nil {
@@ -201,8 +247,8 @@ func (s *bucketIndex) numbered(h uint64, cutoff int64, dst []uint32) (_ []uint32
 		return dst, false
 	}
 	had := len(dst)
-	if n := uint32(v) - 1; s.bound(n) > cutoff {
-		dst = append(dst, n)
+	if s.slotBound(v) > cutoff {
+		dst = append(dst, slotNumber(v))
 	}
 	older := s.over[uint32(fp)]
 	for j := len(older) - 1; j >= 0; j-- {

@@ -26,7 +26,10 @@ func TestBucketIndexNamesEveryEntryThatMayBeWithinTheCutoff(t *testing.T) {
 	byFP := map[uint64][]entry{}
 	var all []entry
 	var fpOf []uint64
-	running := &bucketIndex{slots: make([]uint64, 1024)}
+	// Times run from -250 to 600,250: the bucket holds most of them, those
+	// outside have no time in their slot.
+	const start, width = 0, 500_000
+	running := newBucketIndex(start, width)
 	for i := range 60_000 {
 		fp := fps[rng.IntN(len(fps))] // about three entries a fingerprint
 		first := int64(i)*10 + rng.Int64N(500) - 250
@@ -38,7 +41,7 @@ func TestBucketIndexNamesEveryEntryThatMayBeWithinTheCutoff(t *testing.T) {
 		all = append(all, entry{n, first})
 		fpOf = append(fpOf, fp)
 	}
-	loaded := &bucketIndex{slots: make([]uint64, 1024)}
+	loaded := newBucketIndex(start, width)
 	for _, i := range rng.Perm(len(all)) {
 		loaded.put(fpOf[i], all[i].n, all[i].first)
 	}
@@ -72,6 +75,44 @@ func TestBucketIndexNamesEveryEntryThatMayBeWithinTheCutoff(t *testing.T) {
 		if got, expired := s.numbered(absent<<32, 0, nil); len(got) != 0 || expired {
 			t.Errorf("%s: a fingerprint never put: named %v, expired %v", name, got, expired)
 		}
+	}
+}
+
+// An entry's slot bounds its first sighting to a 1/1023 of the bucket's
+// width: a value whose latest entry was first seen more than that before
+// the cut-off is expired without a KV read, though its block of entries
+// holds entries of much later times (two partitions an hour apart in record
+// time, their records interleaved). Entries that share a fingerprint keep
+// the bound of their block.
+func TestBucketIndexBoundsAnEntryByItsSlot(t *testing.T) {
+	const start, width = 1_000_000, 3_600_000 // an hour
+	unit := int64(width+qUnknown-1) / qUnknown
+	s := newBucketIndex(start, width)
+	first := func(i int) int64 { return start + int64(i/2) + int64(i%2)*width/2 }
+	for i := range 10_000 {
+		if n, numbered := s.add(uint64(i+1)<<32, first(i)); !numbered || n != uint32(i) {
+			t.Fatalf("entry %d numbered %d (%v)", i, n, numbered)
+		}
+	}
+	shared := uint64(20_000) << 32 // entries 10,000 and 10,001
+	s.add(shared, first(10_000))
+	s.add(shared, first(10_001))
+	for i := range 10_000 {
+		fp := uint64(i+1) << 32
+		if got, expired := s.numbered(fp, first(i)+unit, nil); !expired || len(got) > 0 {
+			t.Fatalf("entry %d first seen at %d, cut-off a unit (%d ms) later: named %v, expired %v", i, first(i), unit, got, expired)
+		}
+		if got, expired := s.numbered(fp, first(i)-1, nil); expired || !slices.Equal(got, []uint32{uint32(i)}) {
+			t.Fatalf("entry %d first seen at %d, cut-off just before: named %v, expired %v", i, first(i), got, expired)
+		}
+	}
+	// The earlier of the shared fingerprint's entries (10,000) is in over:
+	// its block's latest (entry 10,001's time, half an hour later) bounds it.
+	if got, _ := s.numbered(shared, first(10_000)+unit, nil); !slices.Equal(got, []uint32{10_001, 10_000}) {
+		t.Fatalf("shared fingerprint, cut-off a unit past the earlier entry: named %v, want [10001 10000]", got)
+	}
+	if indexCap >= numMask {
+		t.Fatalf("indexCap %d does not fit a slot's number (below %d)", indexCap, numMask)
 	}
 }
 
