@@ -140,3 +140,15 @@ func BenchmarkDedupIndexOverAMillionKeys(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkFieldReaderRaw: pipeline.key_by's read of one field (the
+// whole value validated) from a value of bench/'s ~100 B load.
+func BenchmarkFieldReaderRaw(b *testing.B) {
+	r := record.Record{Value: []byte(`{"id":"r0000000042","u":"u0000042","h":"h00042","amount":1234.56,"status":"paid","p":"xyzxyzxyzxyzxyz"}`)}
+	f := NewFieldReader("u")
+	for b.Loop() {
+		if raw, ok, err := f.Raw(&r); !ok || err != nil || string(raw) != `"u0000042"` {
+			b.Fatal(string(raw), ok, err)
+		}
+	}
+}

@@ -18,23 +18,37 @@ type document struct {
 	r      *record.Record
 	src    []byte
 	fields []field
+	rens   []renamed // the new keys of renamed fields (field.ren)
 	parsed bool
 	err    error
 	dirty  bool // fields differ from src: encode before handing the record on
 	parses int  // how many values were parsed; tests check decode-once
 }
 
-// field is a top-level member. When renamed, name is its new key and nameQ
-// that key quoted for JSON; the span k0:k1 still points at the old key.
+// field is a top-level member. When renamed, ren is 1 + the index of its
+// new key in document.rens; the span k0:k1 still points at the old key.
+// Without pointers, so that the scan's append of each member is a plain
+// copy (with a string and a slice here, the append was half the scan).
 type field struct {
 	member
+	ren int32
+}
+
+// renamed is a renamed field's new key, and that key quoted for JSON.
+type renamed struct {
 	name  string
 	nameQ []byte
 }
 
+// rename gives f the new key name (nameQ quoted).
+func (d *document) rename(f *field, name string, nameQ []byte) {
+	d.rens = append(d.rens, renamed{name, nameQ})
+	f.ren = int32(len(d.rens))
+}
+
 func (d *document) reset(r *record.Record) {
 	d.r, d.src = r, r.Value
-	d.fields = d.fields[:0]
+	d.fields, d.rens = d.fields[:0], d.rens[:0]
 	d.parsed, d.err, d.dirty = false, nil, false
 }
 
@@ -63,11 +77,17 @@ func (d *document) scan() *syntaxError {
 		i++
 	} else {
 		for {
-			m, next, done, err := nextMember(b, i, 1)
+			n := len(d.fields)
+			if n == cap(d.fields) {
+				d.fields = append(d.fields, field{})
+			}
+			d.fields = d.fields[:n+1]
+			f := &d.fields[n]
+			f.ren = 0
+			next, done, err := nextMember(b, i, 1, &f.member)
 			if err != nil {
 				return err
 			}
-			d.fields = append(d.fields, field{member: m})
 			if i = next; done {
 				break
 			}
@@ -80,8 +100,8 @@ func (d *document) scan() *syntaxError {
 }
 
 func (d *document) keyIs(f *field, name string) bool {
-	if f.name != "" {
-		return f.name == name
+	if f.ren > 0 {
+		return d.rens[f.ren-1].name == name
 	}
 	if !f.esc {
 		return string(d.src[f.k0:f.k1]) == name
@@ -92,8 +112,8 @@ func (d *document) keyIs(f *field, name string) bool {
 // lookupKey looks f's current key up in m without allocating (unless the
 // key has escapes).
 func lookupKey[V any](d *document, f *field, m map[string]V) (V, bool) {
-	if f.name != "" {
-		v, ok := m[f.name]
+	if f.ren > 0 {
+		v, ok := m[d.rens[f.ren-1].name]
 		return v, ok
 	}
 	if !f.esc {
@@ -140,7 +160,8 @@ func objectGet(obj []byte, key string) ([]byte, bool) {
 	var v []byte
 	found := false
 	for {
-		m, next, done, err := nextMember(obj, i, 1)
+		var m member
+		next, done, err := nextMember(obj, i, 1, &m)
 		if err != nil {
 			return nil, false // cannot happen: validated by parse
 		}
@@ -159,8 +180,8 @@ func (d *document) encode(s *slab) []byte {
 	n := 2
 	for i := range d.fields {
 		f := &d.fields[i]
-		if f.nameQ != nil {
-			n += len(f.nameQ)
+		if f.ren > 0 {
+			n += len(d.rens[f.ren-1].nameQ)
 		} else {
 			n += f.k1 - f.k0 + 2
 		}
@@ -176,8 +197,8 @@ func (d *document) encode(s *slab) []byte {
 		if i > 0 {
 			out = append(out, ',')
 		}
-		if f.nameQ != nil {
-			out = append(out, f.nameQ...)
+		if f.ren > 0 {
+			out = append(out, d.rens[f.ren-1].nameQ...)
 		} else {
 			out = append(out, d.src[f.k0-1:f.k1+1]...)
 		}

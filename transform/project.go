@@ -156,7 +156,7 @@ func (p *Project) applyDoc(_ *record.Record, d *document) (bool, error) {
 			f := d.fields[i]
 			a, named := lookupKey(d, &f, p.acts)
 			if named && a.rename > 0 {
-				f.name, f.nameQ = a.to, a.toQ
+				d.rename(&f, a.to, a.toQ)
 				changed = true
 			} else if named && a.target > 0 && p.present[a.target] {
 				changed = true
