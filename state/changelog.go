@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"math/bits"
 	"path/filepath"
 	"slices"
 
@@ -33,7 +34,7 @@ type delta struct {
 	size   int64    // bytes in chunks
 	n      int      // entries
 	prev   []byte   // the last entry's key: the next one stores only what differs
-	head   []byte   // an entry's fields before its key, encoded
+	head   []byte   // scratch: the entry being added, encoded
 }
 
 // deltaChunk is the size of a delta's chunks.
@@ -52,39 +53,57 @@ func newDelta(spare *delta) *delta {
 }
 
 func (d *delta) set(kg uint16, key, value []byte) {
-	d.add(opSet, kg, key)
-	d.head = binary.AppendUvarint(d.head[:0], uint64(len(value)))
+	e := d.entry(opSet, kg, key)
+	e = binary.AppendUvarint(e, uint64(len(value)))
+	d.head = append(e, value...)
 	d.write(d.head)
-	d.write(value)
 }
 
-func (d *delta) del(kg uint16, key []byte) { d.add(opDelete, kg, key) }
+func (d *delta) del(kg uint16, key []byte) {
+	d.head = d.entry(opDelete, kg, key)
+	d.write(d.head)
+}
 
-// add appends an entry for key in key group kg. The key group is written
-// as is and the key prefix-compressed against the previous entry's:
-// consecutive writes are of unrelated key groups, while the keys (a
-// transform's namespace, "transform/dedup/0/...", then often ids written in
-// order) mostly share their beginning. The entry does not depend on the
-// database's key layout (keys.go).
-func (d *delta) add(op byte, kg uint16, rest []byte) {
-	shared := 0
-	for shared < len(rest) && shared < len(d.prev) && rest[shared] == d.prev[shared] {
-		shared++
-	}
+// entry encodes the start of an entry for key in key group kg, in d.head's
+// memory. The key group is written as is and the key prefix-compressed
+// against the previous entry's: consecutive writes are of unrelated key
+// groups, while the keys (a transform's namespace, "transform/dedup/0/...",
+// then often ids written in order) mostly share their beginning. The entry
+// does not depend on the database's key layout (keys.go).
+func (d *delta) entry(op byte, kg uint16, rest []byte) []byte {
+	shared := sharedPrefix(rest, d.prev)
 	h := append(d.head[:0], op)
 	h = binary.BigEndian.AppendUint16(h, kg)
 	h = binary.AppendUvarint(h, uint64(shared))
 	h = binary.AppendUvarint(h, uint64(len(rest)-shared))
-	d.head = h
-	d.write(h)
-	d.write(rest[shared:])
+	h = append(h, rest[shared:]...)
 	d.prev = append(d.prev[:0], rest...)
 	d.n++
+	return h
+}
+
+// sharedPrefix is the length of a's and b's common beginning.
+func sharedPrefix(a, b []byte) int {
+	n := min(len(a), len(b))
+	i := 0
+	for ; i+8 <= n; i += 8 {
+		if x := binary.LittleEndian.Uint64(a[i:]) ^ binary.LittleEndian.Uint64(b[i:]); x != 0 {
+			return i + bits.TrailingZeros64(x)/8
+		}
+	}
+	for i < n && a[i] == b[i] {
+		i++
+	}
+	return i
 }
 
 // write appends b to the encoding, starting chunks as they fill.
 func (d *delta) write(b []byte) {
 	d.size += int64(len(b))
+	if last := len(d.chunks) - 1; last >= 0 && cap(d.chunks[last])-len(d.chunks[last]) >= len(b) {
+		d.chunks[last] = append(d.chunks[last], b...)
+		return
+	}
 	for len(b) > 0 {
 		last := len(d.chunks) - 1
 		if last < 0 || len(d.chunks[last]) == cap(d.chunks[last]) {
