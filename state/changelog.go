@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
-	"math/bits"
 	"path/filepath"
 	"slices"
 
@@ -16,6 +15,7 @@ import (
 
 	"github.com/connector-dev/connector/internal/fsutil"
 	"github.com/connector-dev/connector/internal/keygroup"
+	"github.com/connector-dev/connector/internal/prefix"
 )
 
 // delta is the writes made between two barriers, encoded as they come in
@@ -71,7 +71,7 @@ func (d *delta) del(kg uint16, key []byte) {
 // then often ids written in order) mostly share their beginning. The entry
 // does not depend on the database's key layout (keys.go).
 func (d *delta) entry(op byte, kg uint16, rest []byte) []byte {
-	shared := sharedPrefix(rest, d.prev)
+	shared := prefix.Common(rest, d.prev)
 	h := append(d.head[:0], op)
 	h = binary.BigEndian.AppendUint16(h, kg)
 	h = binary.AppendUvarint(h, uint64(shared))
@@ -80,21 +80,6 @@ func (d *delta) entry(op byte, kg uint16, rest []byte) []byte {
 	d.prev = append(d.prev[:0], rest...)
 	d.n++
 	return h
-}
-
-// sharedPrefix is the length of a's and b's common beginning.
-func sharedPrefix(a, b []byte) int {
-	n := min(len(a), len(b))
-	i := 0
-	for ; i+8 <= n; i += 8 {
-		if x := binary.LittleEndian.Uint64(a[i:]) ^ binary.LittleEndian.Uint64(b[i:]); x != 0 {
-			return i + bits.TrailingZeros64(x)/8
-		}
-	}
-	for i < n && a[i] == b[i] {
-		i++
-	}
-	return i
 }
 
 // write appends b to the encoding, starting chunks as they fill.

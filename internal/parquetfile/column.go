@@ -4,9 +4,10 @@ import (
 	"bytes"
 	"encoding/binary"
 	"math"
-	"math/bits"
 
 	"github.com/parquet-go/parquet-go/format"
+
+	"github.com/connector-dev/connector/internal/prefix"
 )
 
 // cell is one converted value of a record, held until every column of the
@@ -183,7 +184,7 @@ func (c *column) add(v *cell) (int, bool) {
 func (c *column) addBytes(b []byte) {
 	start := len(c.bytes)
 	prev := c.bytes[c.prev:start]
-	p := commonPrefix(prev, b)
+	p := prefix.Common(prev, b)
 	c.bytes = append(c.bytes, b...)
 	c.prefix = append(c.prefix, int32(p))
 	c.lens = append(c.lens, int32(len(b)))
@@ -286,28 +287,6 @@ func (c *column) statistics() format.Statistics {
 		}
 	}
 	return st
-}
-
-// commonPrefix is the length of the longest common prefix of a and b.
-func commonPrefix(a, b []byte) int {
-	n := min(len(a), len(b))
-	i := 0
-	for ; i+8 <= n; i += 8 {
-		if x := binary.LittleEndian.Uint64(a[i:]) ^ binary.LittleEndian.Uint64(b[i:]); x != 0 {
-			return i + bits.TrailingZeros64(x)/8
-		}
-	}
-	if i < n && n >= 8 {
-		// The last 8 bytes, overlapping the equal ones.
-		if x := binary.LittleEndian.Uint64(a[n-8:]) ^ binary.LittleEndian.Uint64(b[n-8:]); x != 0 {
-			return n - 8 + bits.TrailingZeros64(x)/8
-		}
-		return n
-	}
-	for i < n && a[i] == b[i] {
-		i++
-	}
-	return i
 }
 
 // compareBytes is bytes.Compare, inline: the values compared are mostly
