@@ -77,7 +77,7 @@ type bucketIndex struct {
 	// q*unit up to start + (q+1)*unit - 1 (q < qUnknown) has q in its
 	// slot. unit 0: no times in slots (every q is qUnknown).
 	start, unit int64
-	slots []uint64
+	slots       []uint64
 	// old is the table slots replaced when it grew, while its values move
 	// into slots a few at a time (moveStep for each put): a value is in
 	// one of the two, in old if at an index of moved or above. A table of
