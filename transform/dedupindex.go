@@ -92,6 +92,11 @@ type bucketIndex struct {
 	next   uint32 // the number of the next entry
 	latest []int64
 	over   map[uint32][]uint32
+	// big holds, by fingerprint, entries whose numbers do not fit a slot
+	// (numMask and above), latest last; their first sightings are not
+	// bounded. Only a load meets them, in state of an earlier version
+	// (numbers of 32 bits): add writes by value once next reaches numMask.
+	big map[uint32][]uint32
 	// touched is the Dedup's record count when a lookup or a write last
 	// came to the bucket (Dedup.expireStale).
 	touched uint64
@@ -104,8 +109,10 @@ type bucketIndex struct {
 
 // A slot is fingerprint<<32 | q<<qShift | number+1: q is the slot's entry's
 // first sighting in units of the bucket's width/1023 (qUnknown: not known,
-// when it is outside the bucket), the number below 1<<qShift - 1 (indexCap
-// is smaller).
+// when it is outside the bucket), the number below numMask. Numbers count
+// entries, not fingerprints: the same value in several key groups (records
+// not keyed by the dedup's field) takes a number in each, so a bucket's
+// numbers may pass indexCap; past numMask it writes by value.
 const (
 	qShift   = 22
 	qUnknown = 1<<(32-qShift) - 1
@@ -144,7 +151,7 @@ func (s *bucketIndex) slotBound(v uint64) int64 {
 // returns its number; numbered is false when the table is full and the
 // entry is to be written by value instead (then it is put in the filter).
 func (s *bucketIndex) add(h uint64, first int64) (n uint32, numbered bool) {
-	if s.n >= indexCap {
+	if s.n >= indexCap || s.next >= numMask {
 		s.putByValue(h>>32, bloomFactor*indexCap)
 		return 0, false
 	}
@@ -157,6 +164,13 @@ func (s *bucketIndex) add(h uint64, first int64) (n uint32, numbered bool) {
 // Numbers may come in any order (a load); next ends past the largest.
 func (s *bucketIndex) put(fp uint64, n uint32, first int64) {
 	s.next = max(s.next, n+1)
+	if n >= numMask {
+		if s.big == nil {
+			s.big = make(map[uint32][]uint32)
+		}
+		s.big[uint32(fp)] = append(s.big[uint32(fp)], n)
+		return
+	}
 	blk := int(n >> blockShift)
 	for len(s.latest) <= blk {
 		s.latest = append(s.latest, -1<<63)
@@ -191,7 +205,13 @@ func (s *bucketIndex) put(fp uint64, n uint32, first int64) {
 func (s *bucketIndex) again(slot *uint64, fp uint64, n uint32, first int64) {
 	had := slotNumber(*slot)
 	if n == had {
-		return // the same entry again (a key in two key groups)
+		// The same number again: a value of two key groups, or two
+		// workers' entries in state merged by a rescale. The slot's time
+		// must bound both: the later one's.
+		if v := s.slot(fp, n, first); v>>qShift&qUnknown > *slot>>qShift&qUnknown {
+			*slot = v
+		}
+		return
 	}
 	if n > had {
 		*slot = s.slot(fp, n, first)
@@ -245,11 +265,17 @@ func (s *bucketIndex) bound(n uint32) int64 { return s.latest[n>>blockShift] }
 // or before, and so were its entries in older buckets.
 func (s *bucketIndex) numbered(h uint64, cutoff int64, dst []uint32) (_ []uint32, expired bool) {
 	fp := h >> 32
+	had := len(dst)
+	if s.big != nil {
+		big := s.big[uint32(fp)]
+		for j := len(big) - 1; j >= 0; j-- {
+			dst = append(dst, big[j]) // not bounded: always read
+		}
+	}
 	v := s.find(fp)
 	if v == 0 {
 		return dst, false
 	}
-	had := len(dst)
 	if s.slotBound(v) > cutoff {
 		dst = append(dst, slotNumber(v))
 	}
@@ -292,9 +318,10 @@ func (s *bucketIndex) seal() {
 		}
 		s.loaded = nil
 	}
-	for fp, older := range s.over {
-		slices.Sort(older) // latest last, as numbered reads them
-		s.over[fp] = older
+	for _, m := range []map[uint32][]uint32{s.over, s.big} {
+		for _, nums := range m {
+			slices.Sort(nums) // latest last, as numbered reads them
+		}
 	}
 }
 

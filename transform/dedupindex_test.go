@@ -111,8 +111,48 @@ func TestBucketIndexBoundsAnEntryByItsSlot(t *testing.T) {
 	if got, _ := s.numbered(shared, first(10_000)+unit, nil); !slices.Equal(got, []uint32{10_001, 10_000}) {
 		t.Fatalf("shared fingerprint, cut-off a unit past the earlier entry: named %v, want [10001 10000]", got)
 	}
-	if indexCap >= numMask {
-		t.Fatalf("indexCap %d does not fit a slot's number (below %d)", indexCap, numMask)
+}
+
+// A slot holds numbers below numMask. Numbers count entries, not
+// fingerprints (a value in several key groups takes one in each), so a
+// bucket may reach numMask with fewer than indexCap fingerprints: its next
+// entries are written by value. State of an earlier version may hold
+// numbers of 32 bits: a load keeps those apart, and a lookup of their
+// fingerprint always names them (latest first, before the slot's).
+func TestBucketIndexKeepsNumbersPastASlotApart(t *testing.T) {
+	s := newBucketIndex(0, 3_600_000)
+	const a, b, c = 1 << 32, 2 << 32, 3 << 32
+	s.put(a>>32, numMask-1, 10) // the last number a slot holds
+	if got, expired := s.numbered(a, -1, nil); expired || !slices.Equal(got, []uint32{numMask - 1}) {
+		t.Fatalf("entry %d: named %v (expired %v)", numMask-1, got, expired)
+	}
+	if _, numbered := s.add(b, 20); numbered {
+		t.Fatal("an entry numbered past the last number a slot holds")
+	}
+	if !s.mayHoldByValue(b) {
+		t.Fatal("the entry written by value is not in the filter")
+	}
+
+	loaded := newBucketIndex(0, 3_600_000)
+	for _, e := range []struct {
+		fp    uint64
+		n     uint32
+		first int64
+	}{{b >> 32, numMask + 9, 30}, {b >> 32, 3, 10}, {c >> 32, 1 << 30, 10}, {b >> 32, numMask, 20}} {
+		loaded.put(e.fp, e.n, e.first)
+	}
+	loaded.seal()
+	if got, expired := loaded.numbered(b, 1000, nil); expired || !slices.Equal(got, []uint32{numMask + 9, numMask}) {
+		t.Errorf("fingerprint b past its slot entry's time: named %v (expired %v), want [%d %d]", got, expired, numMask+9, numMask)
+	}
+	if got, _ := loaded.numbered(b, 5, nil); !slices.Equal(got, []uint32{numMask + 9, numMask, 3}) {
+		t.Errorf("fingerprint b before every time: named %v", got)
+	}
+	if got, expired := loaded.numbered(c, 1000, nil); expired || !slices.Equal(got, []uint32{1 << 30}) {
+		t.Errorf("fingerprint c, only past a slot's numbers: named %v (expired %v)", got, expired)
+	}
+	if _, numbered := loaded.add(1<<32, 40); numbered || loaded.next != 1<<30+1 {
+		t.Errorf("after a load past numMask: numbered %v, next %d", numbered, loaded.next)
 	}
 }
 

@@ -221,3 +221,46 @@ func TestDedupFindsAWindowBehindALaterCollidingEntryOfEarlierTime(t *testing.T) 
 		t.Error("b's repeat after its TTL was dropped")
 	}
 }
+
+// orderedKV is a groupedKV whose Scan reads its key groups in a given
+// order (a merged state's load meets them in any).
+type orderedKV struct {
+	groupedKV
+	order []uint16
+}
+
+func (kv *orderedKV) Scan(lo, hi []byte, fn func(k, v []byte) error) error {
+	for _, kg := range kv.order {
+		if m := kv.m[kg]; m != nil {
+			if err := m.Scan(lo, hi, fn); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Two workers' state merged by a rescale numbers a bucket's entries from 0
+// in each key group: the same value first seen in both, 40 minutes apart,
+// is entry 0 of both. Whichever key group the load reads first, a repeat
+// in the later one's window is dropped and one past the earlier one's
+// window is kept: the index's slot for the shared number bounds both.
+func TestDedupAfterAMergeBoundsASharedNumberByItsLaterSighting(t *testing.T) {
+	for _, order := range [][]uint16{{1, 2}, {2, 1}} {
+		merged := &orderedKV{groupedKV{m: map[uint16]*MemKV{}}, order}
+		for kg, at := range map[uint16]time.Time{1: t0, 2: t0.Add(40 * time.Minute)} {
+			worker := &groupedKV{kg: kg, m: map[uint16]*MemKV{}}
+			mustApply(t, newDedup(t, worker, "d", "id", time.Hour), recAt(`{"id":"x"}`, at))
+			merged.m[kg] = worker.m[kg]
+		}
+		d := newDedup(t, merged, "d", "id", time.Hour)
+		merged.kg = 2
+		if mustApply(t, d, recAt(`{"id":"x"}`, t0.Add(61*time.Minute))) {
+			t.Errorf("load order %v: x in key group 2, first seen there 21 minutes before, was kept", order)
+		}
+		merged.kg = 1
+		if !mustApply(t, d, recAt(`{"id":"x"}`, t0.Add(61*time.Minute))) {
+			t.Errorf("load order %v: x in key group 1, first seen there 61 minutes before (TTL 1h), was dropped", order)
+		}
+	}
+}
