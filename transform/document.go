@@ -27,8 +27,8 @@ type document struct {
 
 // field is a top-level member. When renamed, ren is 1 + the index of its
 // new key in document.rens; the span k0:k1 still points at the old key.
-// Without pointers, so that the scan's append of each member is a plain
-// copy (with a string and a slice here, the append was half the scan).
+// The scan fills a field in place (nextMember) and clears only ren; the
+// new keys live in the document, so a field holds no pointers.
 type field struct {
 	member
 	ren int32
