@@ -182,7 +182,7 @@ func spread(x uint64) uint64 {
 // dedup's numbered entry (a 32-byte key, a 17-byte value), key groups
 // varying as a worker's records' do.
 func BenchmarkDeltaSet(b *testing.B) {
-	d := newDelta(nil)
+	d := newDelta(nil, 128)
 	key := []byte("transform/dedup/0/\x00\x80\x00\x00\x00\x00\x00\x03\x84\x01\x00\x00\x00\x00")
 	value := []byte("\x02\x00\x00\x01\x9b\x00\x00\x00\x00u0000042")
 	b.SetBytes(int64(len(key) + len(value)))
@@ -193,7 +193,7 @@ func BenchmarkDeltaSet(b *testing.B) {
 		d.set(uint16(i%128), key, value)
 		if d.bytes() > 64<<20 {
 			b.StopTimer()
-			d = newDelta(d)
+			d = newDelta(nil, 128)
 			b.StartTimer()
 		}
 	}

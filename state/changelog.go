@@ -27,29 +27,31 @@ import (
 // other, not in one slice: a slice of megabytes that outgrew its capacity
 // was copied whole, holding up the write that made it grow, and the
 // records behind it, 10-16 ms at a few MB (a dedup's checkpoint waited for
-// them).
+// them). A chunk once full is handed to the delta's stream (stream.go),
+// which writes it and recycles it: a delta holds only what was not
+// written yet, whatever the interval between barriers.
 type delta struct {
-	chunks [][]byte // the encoding, in order; only the last one is filled
-	free   [][]byte // empty chunks for it (a written delta's)
-	size   int64    // bytes in chunks
-	n      int      // entries
-	prev   []byte   // the last entry's key: the next one stores only what differs
-	head   []byte   // scratch: the entry being added, encoded
+	chunks [][]byte    // the encoding not handed to a stream, in order; only the last one is filling
+	pool   chan []byte // empty chunks (of written deltas)
+	handed int64       // bytes at the start of the encoding handed to a stream
+	size   int64       // bytes encoded, handed or not
+	crc    uint32      // CRC-32C of the header and the encoding, up to the filling chunk
+	n      int         // entries
+	prev   []byte      // the last entry's key: the next one stores only what differs
+	head   []byte      // scratch: the entry being added, encoded
 }
 
-// deltaChunk is the size of a delta's chunks.
+// deltaChunk is the size of a delta's chunks, and so what a stream writes
+// and syncs at a time.
 var deltaChunk = 1 << 20 // a variable for tests
 
-// newDelta returns an empty delta that reuses spare's chunks.
-func newDelta(spare *delta) *delta {
-	d := &delta{}
-	if spare != nil {
-		for _, c := range spare.chunks {
-			d.free = append(d.free, c[:0])
-		}
-		d.free = append(d.free, spare.free...)
-	}
-	return d
+// poolChunks is how many empty chunks a Store keeps for its deltas.
+const poolChunks = 4
+
+// newDelta returns an empty delta of a changelog of max parallelism maxPar
+// whose chunks come from pool and go back to it (see recycle).
+func newDelta(pool chan []byte, maxPar int) *delta {
+	return &delta{pool: pool, crc: crc32.Update(0, crcTable, header(maxPar))}
 }
 
 func (d *delta) set(kg uint16, key, value []byte) {
@@ -92,13 +94,10 @@ func (d *delta) write(b []byte) {
 	for len(b) > 0 {
 		last := len(d.chunks) - 1
 		if last < 0 || len(d.chunks[last]) == cap(d.chunks[last]) {
-			var c []byte
-			if k := len(d.free); k > 0 {
-				c, d.free = d.free[k-1], d.free[:k-1]
-			} else {
-				c = make([]byte, 0, deltaChunk)
+			if last >= 0 {
+				d.crc = crc32.Update(d.crc, crcTable, d.chunks[last])
 			}
-			d.chunks = append(d.chunks, c)
+			d.chunks = append(d.chunks, d.newChunk())
 			last++
 		}
 		c := d.chunks[last]
@@ -108,34 +107,54 @@ func (d *delta) write(b []byte) {
 	}
 }
 
+func (d *delta) newChunk() []byte {
+	select {
+	case c := <-d.pool:
+		if cap(c) == deltaChunk {
+			return c[:0]
+		}
+	default:
+	}
+	return make([]byte, 0, deltaChunk)
+}
+
+// recycle gives chunk c back to the pool once it was written (or never
+// will be), if the pool has room.
+func recycle(pool chan []byte, c []byte) {
+	select {
+	case pool <- c:
+	default:
+	}
+}
+
 func (d *delta) bytes() int64 { return d.size }
 
-// from returns the encoding after its first off bytes, as slices of the
-// chunks (not copies).
-func (d *delta) from(off int64) [][]byte {
-	var out [][]byte
-	for _, c := range d.chunks {
-		if off >= int64(len(c)) {
-			off -= int64(len(c))
-			continue
-		}
-		out = append(out, c[off:])
-		off = 0
+// full hands over the chunks that are full (all but the filling one): the
+// caller (a stream) writes them and recycles them.
+func (d *delta) full() [][]byte {
+	k := len(d.chunks) - 1
+	if k <= 0 {
+		return nil
 	}
+	out := slices.Clone(d.chunks[:k])
+	for _, c := range out {
+		d.handed += int64(len(c))
+	}
+	d.chunks = append(d.chunks[:0], d.chunks[k])
+	clear(d.chunks[1 : k+1])
 	return out
 }
 
-// mergeOlder puts older's entries before d's: what a failed changelog held
-// is carried by the next one. Every delta's first entry shares no prefix,
-// so the two encodings concatenate (the chunks too: a chunk that is not
-// the last may be partly filled).
-func (d *delta) mergeOlder(older *delta) {
-	d.chunks = append(slices.Clip(older.chunks), d.chunks...)
-	d.size += older.size
-	if d.n == 0 {
-		d.prev = append(d.prev[:0], older.prev...)
+// trailer returns the changelog's trailer for d, whose chunks must all be
+// full but the last.
+func (d *delta) trailer() []byte {
+	crc := d.crc
+	if k := len(d.chunks); k > 0 {
+		crc = crc32.Update(crc, crcTable, d.chunks[k-1])
 	}
-	d.n += older.n
+	t := binary.BigEndian.AppendUint64(make([]byte, 0, changelogTrailer), uint64(d.n))
+	crc = crc32.Update(crc, crcTable, t)
+	return binary.BigEndian.AppendUint32(t, crc)
 }
 
 // A changelog file holds one delta:
@@ -170,29 +189,28 @@ func header(maxPar int) []byte {
 	return binary.BigEndian.AppendUint16(h, uint16(maxPar))
 }
 
-// trailer returns the changelog's trailer for d after header h.
-func (d *delta) trailer(h []byte) []byte {
-	t := binary.BigEndian.AppendUint64(make([]byte, 0, changelogTrailer), uint64(d.n))
-	crc := crc32.Update(0, crcTable, h)
-	for _, c := range d.chunks {
-		crc = crc32.Update(crc, crcTable, c)
-	}
-	crc = crc32.Update(crc, crcTable, t)
-	return binary.BigEndian.AppendUint32(t, crc)
-}
-
-// writeChangelog writes d, entries of a Store with max parallelism maxPar, to
-// path durably: the file is synced, then its
-// directory (which must exist) and that one's parent (the directory may be
-// new), so that path survives a crash once it returns nil. On error what
-// it wrote is left for the caller to release.
+// writeChangelog writes d, a delta of a Store with max parallelism maxPar
+// that no stream took chunks of, whole to path durably: the file is synced,
+// then its directory (which must exist) and that one's parent (the
+// directory may be new), so that path survives a crash once it returns
+// nil. On error what it wrote is left for the caller to release. Either
+// way d's chunks go back to its pool.
 func writeChangelog(fs vfs.FS, path string, maxPar int, d *delta) (size int64, err error) {
+	if d.handed > 0 {
+		return 0, fmt.Errorf("write changelog %s: %d bytes of it were handed to a stream", path, d.handed)
+	}
+	defer func() {
+		for _, c := range d.chunks {
+			recycle(d.pool, c)
+		}
+		d.chunks = nil
+	}()
 	f, err := fs.Create(path, vfs.WriteCategoryUnspecified)
 	if err != nil {
 		return 0, fmt.Errorf("create changelog %s: %w", path, err)
 	}
 	h := header(maxPar)
-	trailer := d.trailer(h)
+	trailer := d.trailer() // before the writes: a vfs.File may scribble on what it wrote
 	for _, b := range slices.Concat([][]byte{h}, d.chunks, [][]byte{trailer}) {
 		if err == nil {
 			_, err = f.Write(b)

@@ -10,81 +10,80 @@ import (
 
 // A delta kept in chunks of a few bytes (entries, and values longer than a
 // chunk, cut anywhere) encodes exactly what one chunk holding everything
-// does: the same bytes, size and trailer; from(off) is the encoding after
-// off for every off; a delta on a written one's chunks encodes the same
-// again; a merge with a partly filled older delta is the two encodings one
-// after the other.
+// does: the same bytes, size and trailer, also when its full chunks were
+// handed over (to a stream) as it filled, and when it fills chunks
+// recycled from a pool.
 func TestADeltaInChunksEncodesAsOneBuffer(t *testing.T) {
 	type op struct {
 		kg         uint16
 		key, value string // value "": a delete
 	}
 	rng := rand.New(rand.NewPCG(5, 6))
-	ops := func(n int) []op {
-		var out []op
-		for i := range n {
-			o := op{kg: uint16(rng.IntN(128)), key: fmt.Sprintf("transform/dedup/0/%d", rng.IntN(500))}
-			if i%7 != 0 {
-				o.value = strings.Repeat(string(rune('a'+i%26)), 1+rng.IntN(40))
-			}
-			out = append(out, o)
+	var ops []op
+	for i := range 300 {
+		o := op{kg: uint16(rng.IntN(128)), key: fmt.Sprintf("transform/dedup/0/%d", rng.IntN(500))}
+		if i%7 != 0 {
+			o.value = strings.Repeat(string(rune('a'+i%26)), 1+rng.IntN(40))
 		}
-		return out
+		ops = append(ops, o)
 	}
-	fill := func(d *delta, ops []op) *delta {
+	// fill writes ops into d, handing over its full chunks after each one
+	// when hand is set, and returns the encoding: the handed chunks, then
+	// d's.
+	fill := func(d *delta, hand bool) []byte {
+		var handed [][]byte
 		for _, o := range ops {
 			if o.value == "" {
 				d.del(o.kg, []byte(o.key))
 			} else {
 				d.set(o.kg, []byte(o.key), []byte(o.value))
 			}
+			if hand {
+				for _, c := range d.full() {
+					if len(c) != deltaChunk {
+						t.Fatalf("a chunk of %d bytes handed over, want only full ones (%d)", len(c), deltaChunk)
+					}
+					handed = append(handed, c)
+				}
+			}
 		}
-		return d
+		return bytes.Join(append(handed, d.chunks...), nil)
 	}
-	joined := func(d *delta) []byte { return bytes.Join(d.from(0), nil) }
-	older, newer := ops(300), ops(200)
 
-	one := fill(newDelta(nil), older) // every test delta fits the default chunk
-	if len(one.chunks) != 1 {
-		t.Fatalf("%d chunks of %d bytes for %d bytes", len(one.chunks), deltaChunk, one.bytes())
+	one := newDelta(nil, 128) // every test delta fits the default chunk
+	want := fill(one, false)
+	if len(one.chunks) != 1 || one.bytes() != int64(len(want)) {
+		t.Fatalf("%d chunks of %d bytes for %d bytes (size %d)", len(one.chunks), deltaChunk, len(want), one.bytes())
 	}
-	oneMerged := fill(newDelta(nil), newer)
-	want, wantNewer := joined(one), joined(oneMerged)
-	oneMerged.mergeOlder(one)
+	wantTrailer := one.trailer()
 
 	defer func(n int) { deltaChunk = n }(deltaChunk)
 	deltaChunk = 7
-	small := fill(newDelta(nil), older)
-	if got := joined(small); !bytes.Equal(got, want) || small.bytes() != int64(len(want)) || small.n != one.n {
-		t.Fatalf("in chunks of 7: %d bytes (size %d, %d entries), want %d bytes, %d entries, equal",
-			len(got), small.bytes(), small.n, len(want), one.n)
-	}
-	if len(small.chunks) < len(want)/7 {
-		t.Fatalf("%d chunks of 7 bytes for %d bytes", len(small.chunks), len(want))
-	}
-	h := header(128)
-	if !bytes.Equal(small.trailer(h), one.trailer(h)) {
-		t.Fatal("the trailers differ")
-	}
-	for off := range int64(len(want)) + 1 {
-		if got := bytes.Join(small.from(off), nil); !bytes.Equal(got, want[off:]) {
-			t.Fatalf("from(%d): %d bytes, want the %d after it", off, len(got), len(want)-int(off))
-		}
-	}
-	again := fill(newDelta(small), older)
-	if got := joined(again); !bytes.Equal(got, want) || len(again.free) != 0 {
-		t.Fatalf("on a written delta's chunks: %d bytes, %d chunks left unused; want the same %d bytes, none", len(got), len(again.free), len(want))
-	}
-	merged, olderAgain := fill(newDelta(nil), newer), fill(newDelta(nil), older) // (again has small's chunks now)
-	if last := olderAgain.chunks[len(olderAgain.chunks)-1]; len(last) == deltaChunk {
-		t.Fatal("the older delta's last chunk is full: the merge would not put a partly filled chunk in the middle")
-	}
-	merged.mergeOlder(olderAgain)
-	wantAll := append(append([]byte(nil), want...), wantNewer...)
-	for name, d := range map[string]*delta{"in chunks of 7": merged, "in one chunk each": oneMerged} {
-		if got := joined(d); !bytes.Equal(got, wantAll) || d.n != len(older)+len(newer) || d.bytes() != int64(len(wantAll)) {
-			t.Errorf("merged %s: %d bytes (size %d), %d entries; want the two encodings, %d bytes, %d entries",
-				name, len(got), d.bytes(), d.n, len(wantAll), len(older)+len(newer))
+	for _, hand := range []bool{false, true} {
+		for _, recycled := range []bool{false, true} {
+			var pool chan []byte
+			if recycled { // chunks written before, and scribbled on (as a vfs.File may)
+				pool = make(chan []byte, 2000)
+				for range cap(pool) {
+					recycle(pool, append(make([]byte, 0, 7), "scribbl"...))
+				}
+			}
+			d := newDelta(pool, 128)
+			got := fill(d, hand)
+			if !bytes.Equal(got, want) || d.bytes() != int64(len(want)) || d.n != one.n {
+				t.Fatalf("in chunks of 7 (handed over %v, recycled %v): %d bytes (size %d, %d entries), want %d bytes, %d entries, equal",
+					hand, recycled, len(got), d.bytes(), d.n, len(want), one.n)
+			}
+			if wantHanded := int64(len(want)-len(d.chunks[0])) * int64(btoi(hand)); d.handed != wantHanded ||
+				!hand && len(d.chunks) < len(want)/7 || hand && len(d.chunks) != 1 {
+				t.Fatalf("handed over %v: %d chunks left, %d bytes handed over; want %d", hand, len(d.chunks), d.handed, wantHanded)
+			}
+			if !bytes.Equal(d.trailer(), wantTrailer) {
+				t.Fatalf("handed over %v, recycled %v: the trailers differ", hand, recycled)
+			}
+			if recycled && cap(pool)-len(pool) < len(want)/7 {
+				t.Fatalf("%d chunks taken from the pool for %d bytes", cap(pool)-len(pool), len(want))
+			}
 		}
 	}
 }

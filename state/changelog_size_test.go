@@ -14,7 +14,7 @@ import (
 // compactions that much more frequent).
 func TestChangelogEntriesShareTheirNamespaceAcrossKeyGroups(t *testing.T) {
 	const n = 1000
-	d := newDelta(nil)
+	d := newDelta(nil, 128)
 	value := make([]byte, 8)
 	for i := range n {
 		d.set(uint16(i*37%128), []byte("transform/dedup/0/"+strconv.Itoa(1_000_000+i)), value)

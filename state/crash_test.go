@@ -54,8 +54,8 @@ func TestSnapshotsSurviveACrashOnceHandedOut(t *testing.T) {
 // barrier's state, and a stream's file the crash left is removed by the
 // next Open in that directory.
 func TestStreamedChangelogSurvivesACrashAndItsLeftoversGo(t *testing.T) {
-	defer func(n int) { streamChunk = n }(streamChunk)
-	streamChunk = 128
+	defer func(n int) { deltaChunk = n }(deltaChunk)
+	deltaChunk = 128
 	mem, s, want := crashableStore(t)
 	c := checkpointT(t, s, "/state", 1)
 	if s.streams == 0 || len(c.Changelogs) != 1 {

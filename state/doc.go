@@ -45,9 +45,12 @@
 // barrier in a buffer, encoded as a changelog; at barrier n, Checkpoint sets
 // that buffer aside (no I/O: the worker goes on at once) and Pending.Wait
 // writes it to one file and syncs it, on another goroutine. A buffer that
-// grows past a MiB is written and synced as it grows, by a stream of its
-// own under a temporary name, so that Wait has only its tail to write and
-// sync before it renames the file into place (stream.go). Once the
+// grows past a MiB is written and synced a MiB at a time as it grows, by a
+// stream of its own under a temporary name, and not kept once written, so
+// that Wait has only its tail to write and sync before it renames the file
+// into place and a worker holds about a MiB of it whatever the interval
+// (stream.go). A changelog that fails makes the next checkpoint a full
+// snapshot. Once the
 // changelogs since the last full snapshot reach Config.FullSnapshotAfter, a
 // full snapshot is taken in the background and later chains start from it.
 // So a checkpoint costs one file the size of what changed in the interval,

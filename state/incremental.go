@@ -87,8 +87,9 @@ type Pending struct {
 
 // Wait writes the changelog (durably: file and directories synced) and
 // returns the chain that is the snapshot, or the error that makes the
-// checkpoint fail. On error the Store keeps the delta: the next
-// checkpoint's changelog holds it.
+// checkpoint fail. After an error the Store's next checkpoint takes a full
+// snapshot, which holds this one's writes (a streamed delta is no longer
+// in memory to be written again).
 func (p *Pending) Wait() (Chain, error) {
 	defer close(p.done)
 	c := p.chain
@@ -97,11 +98,7 @@ func (p *Pending) Wait() (Chain, error) {
 	}
 	if p.stream != nil {
 		p.size, p.err = p.stream.finish(p.frozen, p.maxPar, p.path)
-		if p.err != nil {
-			p.log.Warn().Err(p.err).Msg("the changelog stream failed; writing the changelog whole")
-		}
-	}
-	if p.stream == nil || p.err != nil {
+	} else {
 		p.size, p.err = writeChangelog(p.fs, p.path, p.maxPar, p.frozen)
 	}
 	if p.err != nil {
@@ -133,8 +130,8 @@ type background struct {
 // synchronous one made useless).
 //
 // A full snapshot is taken instead, synchronously into fullDir, when the
-// writes since the previous barrier outgrew deltaLimit (so they were not
-// kept). Once the changelogs since the last full snapshot reach
+// writes since the previous barrier outgrew Config.FullSnapshotAfter, or
+// the previous changelog failed. Once the changelogs since the last full snapshot reach
 // Config.FullSnapshotAfter bytes or maxChangelogs files, a full snapshot
 // into fullDir starts in the background; the first Checkpoint after it
 // finished uses it as the chain's base, which keeps restores short. That
@@ -167,7 +164,7 @@ func (s *Store) Checkpoint(fullDir, changelogPath string) (*Pending, error) {
 			s.release(s.chain.base) // adopted, then replaced before any snapshot named it
 		}
 		s.chain = chain{base: fullDir, baseFiles: h.Files, baseBytes: h.Bytes, baseSeq: s.seq}
-		s.delta = newDelta(nil)
+		s.delta = newDelta(s.pool, s.maxPar)
 		return s.hand(p), nil
 	}
 	if s.delta.n > 0 {
@@ -175,8 +172,7 @@ func (s *Store) Checkpoint(fullDir, changelogPath string) (*Pending, error) {
 			return nil, fmt.Errorf("create the changelog's dir: %w", err)
 		}
 		p.frozen, p.stream = s.delta, s.stream
-		s.delta, s.stream = newDelta(s.spare), nil
-		s.spare = nil
+		s.delta, s.stream = newDelta(s.pool, s.maxPar), nil
 	}
 	if s.bg == nil && (s.chain.logBytes >= s.fullAfter || len(s.chain.logs) >= maxChangelogs) {
 		s.startBackground(fullDir)
@@ -197,12 +193,6 @@ func (s *Store) hand(p *Pending) *Pending {
 // checkpoint a second, a full snapshot every 100 s.
 const maxChangelogs = 100
 
-// deltaLimit caps the writes kept between two barriers, in bytes (encoded),
-// and FullSnapshotAfter does when smaller: a worker holds up to three such
-// buffers (filling, being written, spare). Beyond it the next barrier
-// takes a full snapshot: the cost of a long interval or a restart's backlog.
-const deltaLimit = 16 << 20
-
 // settle accounts for the last Pending (waiting for it if need be) and
 // adopts a finished background full snapshot.
 func (s *Store) settle() {
@@ -210,13 +200,13 @@ func (s *Store) settle() {
 		<-p.done
 		s.last = nil
 		switch {
-		case p.err != nil && s.delta != nil:
-			s.abortStream() // the delta will no longer begin with what it streamed
-			s.delta.mergeOlder(p.frozen)
-			s.checkDeltaSize()
-		case p.err == nil && p.frozen != nil:
+		case p.err != nil:
+			// The chain lacks the failed changelog's writes: the next
+			// barrier takes a full snapshot.
+			s.delta = nil
+			s.abortStream()
+		case p.frozen != nil:
 			s.chain.add(changelog{path: p.path, size: p.size, seq: p.seq})
-			s.spare = p.frozen // the next delta's chunks
 		}
 	}
 	if s.bg == nil {
@@ -276,13 +266,12 @@ func (s *Store) startBackground(dir string) {
 	}()
 }
 
-// checkDeltaSize drops the delta once it outgrew its limit (see
-// deltaLimit): the next barrier takes a full snapshot instead of a
-// changelog that large.
+// checkDeltaSize drops the delta once it outgrew Config.FullSnapshotAfter:
+// the next barrier takes a full snapshot instead of a changelog that large
+// (the cost of a long interval or a restart's backlog).
 func (s *Store) checkDeltaSize() {
-	if s.delta != nil && s.delta.bytes() > min(s.fullAfter, deltaLimit) {
+	if s.delta != nil && s.delta.bytes() > s.fullAfter {
 		s.delta = nil
-		s.spare = nil
 		s.abortStream()
 	}
 }

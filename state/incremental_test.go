@@ -55,31 +55,22 @@ func TestCheckpointChainsRestoreExactlyTheBarrierState(t *testing.T) {
 
 // The same with the changelogs streamed as their deltas fill (stream.go):
 // every one but the smallest is written by a stream, and no stream's file
-// is left behind.
+// is left behind. In chunks of 256 bytes, and of 13 (which most entries
+// span: changelog.go).
 func TestStreamedChangelogsRestoreExactlyTheBarrierState(t *testing.T) {
-	defer func(n int) { streamChunk = n }(streamChunk)
-	streamChunk = 256
-	s := checkChainsRestoreExactly(t)
-	if s.streams < 30 {
-		t.Errorf("%d streams over 40 barriers of 250-1250 bytes of writes, want most of them streamed", s.streams)
+	defer func(n int) { deltaChunk = n }(deltaChunk)
+	for _, chunk := range []int{256, 13} {
+		t.Run(fmt.Sprintf("chunks-of-%d", chunk), func(t *testing.T) {
+			deltaChunk = chunk
+			s := checkChainsRestoreExactly(t)
+			if s.streams < 30 {
+				t.Errorf("%d streams over 40 barriers of 250-1250 bytes of writes, want most of them streamed", s.streams)
+			}
+			if left := streamFiles(t, s.fs, s.dir); len(left) > 1 { // the current delta's
+				t.Errorf("stream files left: %v", left)
+			}
+		})
 	}
-	if left := streamFiles(t, s.fs, s.dir); len(left) > 1 { // the current delta's
-		t.Errorf("stream files left: %v", left)
-	}
-}
-
-// The same with deltas in chunks of 13 bytes, which most entries span
-// (changelog.go), streamed and not.
-func TestChunkedDeltasRestoreExactlyTheBarrierState(t *testing.T) {
-	defer func(n, c int) { streamChunk, deltaChunk = n, c }(streamChunk, deltaChunk)
-	deltaChunk = 13
-	t.Run("whole", func(t *testing.T) { checkChainsRestoreExactly(t) })
-	streamChunk = 256
-	t.Run("streamed", func(t *testing.T) {
-		if s := checkChainsRestoreExactly(t); s.streams < 30 {
-			t.Errorf("%d streams over 40 barriers", s.streams)
-		}
-	})
 }
 
 // streamFiles lists the stream files of the Store of working directory dir.
@@ -204,9 +195,9 @@ func TestOversizedDeltaGivesAFullSnapshot(t *testing.T) {
 	wantContents(t, openChain(t, root, c), want)
 }
 
-// A changelog that cannot be written fails the checkpoint, leaves no file,
-// and the next checkpoint's changelog carries its writes.
-func TestFailedChangelogIsCarriedByTheNext(t *testing.T) {
+// A changelog that cannot be written fails the checkpoint and leaves no
+// file; the next checkpoint is a full snapshot, which holds its writes.
+func TestAFailedChangelogGivesAFullSnapshotNext(t *testing.T) {
 	for name, kind := range map[string]errorfs.OpKind{
 		"create": errorfs.OpCreate, "write": errorfs.OpFileWrite, "sync": errorfs.OpFileSync,
 		"dirsync": errorfs.OpFileSync, "parentsync": errorfs.OpFileSync,
@@ -244,10 +235,15 @@ func TestFailedChangelogIsCarriedByTheNext(t *testing.T) {
 			}
 			set(t, s, "c", "3")
 			c := checkpointT(t, s, root, 3)
-			if len(c.Changelogs) != 2 {
-				t.Fatalf("chain = %v, want changelogs 1 and 3", c.Changelogs)
+			if c.Base != fullDir(root, 3) || len(c.Changelogs) != 0 {
+				t.Fatalf("chain = %+v, want the full snapshot %s alone", c, fullDir(root, 3))
 			}
 			wantContents(t, openChain(t, root, c), map[string]string{"b": "2", "c": "3"})
+			set(t, s, "d", "4")
+			if c = checkpointT(t, s, root, 4); len(c.Changelogs) != 1 {
+				t.Fatalf("chain = %+v, want the full snapshot and a changelog", c)
+			}
+			wantContents(t, openChain(t, root, c), map[string]string{"b": "2", "c": "3", "d": "4"})
 		})
 	}
 }
@@ -395,66 +391,68 @@ func TestAdoptedFullSnapshotReplacedAfterAFailureIsRemoved(t *testing.T) {
 	wantContents(t, openChain(t, root, c), map[string]string{"a": strings.Repeat("z", 45), "b": "2", "c": strings.Repeat("x", 70)})
 }
 
-// A stream that fails (its file cannot be created, written or synced) costs
-// the checkpoint nothing: Wait writes the changelog whole, the chain
-// restores exactly, and the stream's file is gone. When the whole write
-// fails too, Wait fails and the next changelog carries the delta, streamed
-// again.
-func TestAFailingChangelogStreamFallsBackToTheWholeChangelog(t *testing.T) {
-	defer func(n, c int) { streamChunk, deltaChunk = n, c }(streamChunk, deltaChunk)
-	streamChunk = 64
-	deltaChunk = 13 // entries across chunks, and a carried delta's chunks before the next one's
+// A stream that fails (its file cannot be created, written, synced or
+// renamed) fails the checkpoint: its chunks are no longer in memory to be
+// written whole. Its file is gone, and the next checkpoint is a full
+// snapshot that restores exactly; the one after goes on with streamed
+// changelogs.
+func TestAFailingChangelogStreamGivesAFullSnapshotNext(t *testing.T) {
+	defer func(c int) { deltaChunk = c }(deltaChunk)
+	deltaChunk = 13 // entries across chunks
 	for name, kind := range map[string]errorfs.OpKind{
 		"create": errorfs.OpCreate, "write": errorfs.OpFileWrite, "sync": errorfs.OpFileSyncData, "rename": errorfs.OpRename,
 	} {
-		for _, whole := range []bool{false, true} {
-			t.Run(fmt.Sprintf("%s/whole-fails-%v", name, whole), func(t *testing.T) {
-				root := t.TempDir()
-				dir := filepath.Join(root, "work")
-				var failing atomic.Bool
-				fs := errorfs.Wrap(vfs.Default, errorfs.InjectorFunc(func(op errorfs.Op) error {
-					if !failing.Load() {
-						return nil
-					}
-					if op.Kind == kind && strings.HasPrefix(op.Path, streamPrefix(dir)) ||
-						whole && op.Kind == errorfs.OpCreate && op.Path == changelogPath(root, 2) {
-						return errorfs.ErrInjected
-					}
-					return nil
-				}))
-				s := openCfg(t, Config{Dir: dir, FS: fs})
-				want := map[string]string{}
-				write := func(n int) {
-					for i := range 40 {
-						k, v := fmt.Sprintf("k%02d", i), fmt.Sprintf("v%d", n)
-						set(t, s, k, v)
-						want[k] = v
-					}
+		t.Run(name, func(t *testing.T) {
+			root := t.TempDir()
+			dir := filepath.Join(root, "work")
+			var failing atomic.Bool
+			fs := errorfs.Wrap(vfs.Default, errorfs.InjectorFunc(func(op errorfs.Op) error {
+				if failing.Load() && op.Kind == kind && strings.HasPrefix(op.Path, streamPrefix(dir)) {
+					return errorfs.ErrInjected
 				}
-				write(1)
-				checkpointT(t, s, root, 1)
-				failing.Store(true)
-				write(2)
-				p, err := s.Checkpoint(fullDir(root, 2), changelogPath(root, 2))
-				if err != nil {
-					t.Fatal(err)
+				return nil
+			}))
+			s := openCfg(t, Config{Dir: dir, FS: fs})
+			want := map[string]string{}
+			write := func(n int) {
+				for i := range 40 {
+					k, v := fmt.Sprintf("k%02d", i), fmt.Sprintf("v%d", n)
+					set(t, s, k, v)
+					want[k] = v
 				}
-				_, err = p.Wait()
-				failing.Store(false)
-				if whole != (err != nil) {
-					t.Fatalf("Wait = %v; want an error only when the whole changelog fails too", err)
-				}
-				write(3)
-				c := checkpointT(t, s, root, 3)
-				if left := streamFiles(t, fs, dir); len(left) > 0 {
-					t.Errorf("stream files left: %v", left)
-				}
-				if got := len(c.Changelogs); got != 3-btoi(whole) {
-					t.Errorf("chain %v: want %d changelogs", c.Changelogs, 3-btoi(whole))
-				}
-				wantContents(t, openChain(t, root, c), want)
-			})
-		}
+			}
+			write(1)
+			checkpointT(t, s, root, 1)
+			failing.Store(true)
+			write(2)
+			p, err := s.Checkpoint(fullDir(root, 2), changelogPath(root, 2))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = p.Wait()
+			failing.Store(false)
+			if !errors.Is(err, errorfs.ErrInjected) {
+				t.Fatalf("Wait = %v, want the injected error", err)
+			}
+			if _, err := os.Stat(changelogPath(root, 2)); !os.IsNotExist(err) {
+				t.Fatalf("failed changelog left behind: %v", err)
+			}
+			write(3)
+			c := checkpointT(t, s, root, 3)
+			if c.Base != fullDir(root, 3) || len(c.Changelogs) != 0 {
+				t.Errorf("chain = %+v, want the full snapshot %s alone", c, fullDir(root, 3))
+			}
+			wantContents(t, openChain(t, root, c), want)
+			write(4)
+			c = checkpointT(t, s, root, 4)
+			if left := streamFiles(t, fs, dir); len(left) > 0 {
+				t.Errorf("stream files left: %v", left)
+			}
+			if len(c.Changelogs) != 1 || s.streams < 2 {
+				t.Errorf("chain %+v after %d streams: want the full snapshot and a streamed changelog", c, s.streams)
+			}
+			wantContents(t, openChain(t, root, c), want)
+		})
 	}
 }
 

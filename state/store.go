@@ -51,7 +51,7 @@ type Store struct {
 	seq       uint64 // barriers seen by Checkpoint
 	chain     chain  // the snapshot the next Checkpoint extends
 	last      *Pending
-	spare     *delta      // a written delta, whose chunks the next one takes
+	pool      chan []byte // empty chunks for the deltas (changelog.go)
 	bg        *background // a full snapshot on its own goroutine, until adopted
 	release   func(paths ...string)
 
@@ -141,7 +141,8 @@ func open(cfg Config, log zerolog.Logger, wal bool) (*Store, error) {
 	}
 	s := &Store{db: db, fs: cfg.FS, dir: cfg.Dir, log: log, wal: wal, shared: shared, stalls: stalls,
 		keyGroups: cfg.KeyGroups, maxPar: cfg.MaxParallelism, key: make([]byte, 0, 64), kgErr: errNoKeyGroup,
-		fullAfter: cfg.FullSnapshotAfter, delta: newDelta(nil), release: cfg.Release}
+		fullAfter: cfg.FullSnapshotAfter, pool: make(chan []byte, poolChunks), release: cfg.Release}
+	s.delta = newDelta(s.pool, s.maxPar)
 	if cfg.KeyGroups.Len() == 1 {
 		_ = s.SetKeyGroup(cfg.KeyGroups.Start)
 	}

@@ -1,7 +1,6 @@
 package state
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	iofs "io/fs"
@@ -14,20 +13,24 @@ import (
 )
 
 // A changelog is written while its delta fills, not only at its barrier.
-// Once a delta holds streamChunk bytes, a stream writes them to a file of
-// its own (beside the working directory, a name of its own) on another
-// goroutine and syncs them, and so every further streamChunk bytes; the
-// barrier's Wait then writes only the tail and the trailer, syncs what is
-// left, and renames the file to the changelog's path. At a million state
-// writes a second a delta is several MB a second, and writing and syncing
-// all of it at the barrier was most of a stateful checkpoint's time.
+// Once a delta fills its first chunk (deltaChunk bytes), a stream writes it
+// to a file of its own (beside the working directory, a name of its own)
+// on another goroutine and syncs it, and so every further chunk; the
+// barrier's Wait then writes only the last chunk and the trailer, syncs
+// what is left, and renames the file to the changelog's path. At a million
+// state writes a second a delta is several MB a second, and writing and
+// syncing all of it at the barrier was most of a stateful checkpoint's
+// time.
 //
-// The stream is only a head start: the delta keeps every byte in memory as
-// before. If the stream fails (or the delta is merged with a failed
-// predecessor's, or dropped for a full snapshot), Wait writes the changelog
-// whole from memory, as without a stream; a stream's file is never handed
-// out, and Open removes what a crash left of one.
-var streamChunk = 1 << 20 // a variable for tests
+// A written chunk is not kept: it goes back to the Store's pool for the
+// next one. So a worker holds about a chunk of its changelog in memory,
+// not an interval's writes (two workers of a dedup over 1M keys held
+// 40 MB of deltas, a second of writes, a fifth of the heap). The price
+// is the fallback: a stream that fails cannot be written again from
+// memory. Its Wait fails, like that of a changelog that could not be
+// written, and the Store's next barrier takes a full snapshot, which
+// holds every write (incremental.go, settle). A stream's file is never
+// handed out, and Open removes what a crash left of one.
 
 // streamQueue is how many chunks may wait for the stream's goroutine; a
 // worker that writes state faster than the disk takes it waits.
@@ -38,7 +41,8 @@ const streamQueue = 16
 type stream struct {
 	fs   vfs.FS
 	temp string
-	sent int64 // bytes of the delta handed over (the header is not counted)
+	pool chan []byte // where written chunks go
+	size int         // a chunk's capacity (the trailer is not one)
 	ch   chan []byte
 	done chan struct{}
 	f    vfs.File // the goroutine's until done
@@ -51,8 +55,8 @@ func streamPrefix(dir string) string { return filepath.Clean(dir) + ".changelog-
 
 // startStream starts a stream into temp, whose first write is the header of
 // a changelog of max parallelism maxPar.
-func startStream(fs vfs.FS, temp string, maxPar int) *stream {
-	st := &stream{fs: fs, temp: temp, ch: make(chan []byte, streamQueue), done: make(chan struct{})}
+func startStream(fs vfs.FS, temp string, maxPar int, pool chan []byte) *stream {
+	st := &stream{fs: fs, temp: temp, pool: pool, size: deltaChunk, ch: make(chan []byte, streamQueue), done: make(chan struct{})}
 	go st.run(header(maxPar))
 	return st
 }
@@ -64,33 +68,36 @@ func (st *stream) run(head []byte) {
 		_, st.err = st.f.Write(head)
 	}
 	for b := range st.ch {
-		if st.err != nil {
-			continue // drained: the sender must not block
+		if st.err == nil {
+			if _, st.err = st.f.Write(b); st.err == nil {
+				st.err = st.f.SyncData()
+			}
 		}
-		if _, st.err = st.f.Write(b); st.err == nil {
-			st.err = st.f.SyncData()
+		if cap(b) == st.size {
+			recycle(st.pool, b) // written, or never to be: the sender must not block
 		}
 	}
 }
 
-// send hands a copy of the delta's bytes after those sent to the
-// goroutine: a copy, because a vfs.File may scribble on what it was given
-// to write (Pebble's MemFS does in race-enabled builds, to catch callers
-// that reuse it), and the delta is still in use.
+// send hands d's full chunks to the goroutine, which owns them from then
+// on (a vfs.File may scribble on what it was given to write: Pebble's
+// MemFS does in race-enabled builds, to catch callers that reuse it).
 func (st *stream) send(d *delta) {
-	b := bytes.Join(d.from(st.sent), nil)
-	st.ch <- b
-	st.sent += int64(len(b))
+	for _, c := range d.full() {
+		st.ch <- c
+	}
 }
 
-// finish writes the rest of d (after what was sent) and the trailer, syncs
-// the file and renames it to path, syncing path's directory and that one's
-// parent (as writeChangelog). It returns the changelog's size. On error the
-// temporary file is removed and nothing is at path.
+// finish writes the rest of d (its last chunk) and the trailer, syncs the
+// file and renames it to path, syncing path's directory and that one's
+// parent (as writeChangelog). It returns the changelog's size. On error
+// the temporary file is removed and nothing is at path.
 func (st *stream) finish(d *delta, maxPar int, path string) (int64, error) {
-	h := header(maxPar)
-	trailer := d.trailer(h)
-	st.send(d)
+	trailer := d.trailer() // before the chunk goes: the goroutine recycles it
+	for _, c := range d.chunks {
+		st.ch <- c
+	}
+	d.chunks = nil
 	st.ch <- trailer
 	close(st.ch)
 	<-st.done
@@ -115,7 +122,7 @@ func (st *stream) finish(d *delta, maxPar int, path string) (int64, error) {
 		_ = st.fs.Remove(st.temp)
 		return 0, fmt.Errorf("stream changelog %s: %w", path, err)
 	}
-	return int64(len(h)) + d.size + int64(len(trailer)), nil
+	return int64(len(header(maxPar))) + d.size + int64(len(trailer)), nil
 }
 
 // abort stops the stream and removes its file.
@@ -128,23 +135,17 @@ func (st *stream) abort() {
 	_ = st.fs.Remove(st.temp)
 }
 
-// feed hands the delta's new bytes to its stream once there are
-// streamChunk of them, starting the stream at the first chunk.
+// feed hands the delta's full chunks to its stream, starting the stream at
+// the first one.
 func (s *Store) feed() {
-	if s.delta == nil {
+	if s.delta == nil || len(s.delta.chunks) < 2 {
 		return
 	}
-	n := s.delta.bytes()
 	if s.stream == nil {
-		if n < int64(streamChunk) {
-			return
-		}
 		s.streams++
-		s.stream = startStream(s.fs, fmt.Sprintf("%s%d", streamPrefix(s.dir), s.streams), s.maxPar)
+		s.stream = startStream(s.fs, fmt.Sprintf("%s%d", streamPrefix(s.dir), s.streams), s.maxPar, s.pool)
 	}
-	if n-s.stream.sent >= int64(streamChunk) {
-		s.stream.send(s.delta)
-	}
+	s.stream.send(s.delta)
 }
 
 // abortStream drops the current delta's stream, if any: the delta no longer
