@@ -48,7 +48,7 @@
 // grows past a MiB is written and synced a MiB at a time as it grows, by a
 // stream of its own under a temporary name, and not kept once written, so
 // that Wait has only its tail to write and sync before it renames the file
-// into place and a worker holds about a MiB of it whatever the interval
+// into place and a worker holds a few MiB of it whatever the interval
 // (stream.go). A changelog that fails makes the next checkpoint a full
 // snapshot. Once the
 // changelogs since the last full snapshot reach Config.FullSnapshotAfter, a

@@ -130,8 +130,8 @@ type background struct {
 // synchronous one made useless).
 //
 // A full snapshot is taken instead, synchronously into fullDir, when the
-// writes since the previous barrier outgrew Config.FullSnapshotAfter, or
-// the previous changelog failed. Once the changelogs since the last full snapshot reach
+// writes since the previous barrier outgrew changelogLimit, or their
+// stream failed, or the previous changelog did. Once the changelogs since the last full snapshot reach
 // Config.FullSnapshotAfter bytes or maxChangelogs files, a full snapshot
 // into fullDir starts in the background; the first Checkpoint after it
 // finished uses it as the chain's base, which keeps restores short. That
@@ -153,6 +153,9 @@ func (s *Store) Checkpoint(fullDir, changelogPath string) (*Pending, error) {
 		return nil, err
 	}
 	s.settle()
+	if s.stream != nil && s.stream.failed.Load() {
+		s.dropFailedStream()
+	}
 	s.seq++
 	p := &Pending{fs: s.fs, log: s.log, release: s.release, path: changelogPath, maxPar: s.maxPar, seq: s.seq, done: make(chan struct{})}
 	if s.delta == nil {
@@ -266,11 +269,17 @@ func (s *Store) startBackground(dir string) {
 	}()
 }
 
-// checkDeltaSize drops the delta once it outgrew Config.FullSnapshotAfter:
-// the next barrier takes a full snapshot instead of a changelog that large
-// (the cost of a long interval or a restart's backlog).
+// changelogLimit caps a changelog's size, and Config.FullSnapshotAfter
+// does when smaller: a restore reads a changelog whole and applies it as
+// one batch (changelog.go, applyChangelog). A delta that outgrows it is
+// dropped and the next barrier takes a full snapshot: the cost of a long
+// interval or a restart's backlog.
+const changelogLimit = 16 << 20
+
+// checkDeltaSize drops the delta once it outgrew its limit (see
+// changelogLimit).
 func (s *Store) checkDeltaSize() {
-	if s.delta != nil && s.delta.bytes() > s.fullAfter {
+	if s.delta != nil && s.delta.bytes() > min(s.fullAfter, changelogLimit) {
 		s.delta = nil
 		s.abortStream()
 	}

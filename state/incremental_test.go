@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
@@ -173,26 +174,35 @@ func TestChainGoesOnAfterRestore(t *testing.T) {
 // Writes that outgrow FullSnapshotAfter between two barriers are not kept:
 // the next barrier takes a full snapshot synchronously, a chain of its own.
 func TestOversizedDeltaGivesAFullSnapshot(t *testing.T) {
-	root := t.TempDir()
-	s := openCfg(t, Config{Dir: filepath.Join(root, "work"), FullSnapshotAfter: 1 << 10})
-	want := map[string]string{}
-	for i := range 200 {
-		k := fmt.Sprintf("key-%03d", i)
-		set(t, s, k, "value")
-		want[k] = "value"
+	defer func(c int) { deltaChunk = c }(deltaChunk)
+	for _, chunk := range []int{deltaChunk, 64} { // in memory, and dropped while it streamed
+		t.Run(fmt.Sprintf("chunks-of-%d", chunk), func(t *testing.T) {
+			deltaChunk = chunk
+			root := t.TempDir()
+			s := openCfg(t, Config{Dir: filepath.Join(root, "work"), FullSnapshotAfter: 1 << 10})
+			want := map[string]string{}
+			for i := range 200 {
+				k := fmt.Sprintf("key-%03d", i)
+				set(t, s, k, "value")
+				want[k] = "value"
+			}
+			c := checkpointT(t, s, root, 1)
+			if c.Base != fullDir(root, 1) || len(c.Changelogs) != 0 {
+				t.Fatalf("chain = %+v, want the full snapshot %s alone", c, fullDir(root, 1))
+			}
+			if left := streamFiles(t, s.fs, s.dir); len(left) > 0 || chunk == 64 && s.streams == 0 {
+				t.Fatalf("%d streams, files left: %v; want the dropped delta's stream gone", s.streams, left)
+			}
+			wantContents(t, openChain(t, root, c), want)
+			set(t, s, "small", "x")
+			want["small"] = "x"
+			c = checkpointT(t, s, root, 2)
+			if c.Base != fullDir(root, 1) || len(c.Changelogs) != 1 {
+				t.Fatalf("chain = %+v, want the full snapshot and one changelog", c)
+			}
+			wantContents(t, openChain(t, root, c), want)
+		})
 	}
-	c := checkpointT(t, s, root, 1)
-	if c.Base != fullDir(root, 1) || len(c.Changelogs) != 0 {
-		t.Fatalf("chain = %+v, want the full snapshot %s alone", c, fullDir(root, 1))
-	}
-	wantContents(t, openChain(t, root, c), want)
-	set(t, s, "small", "x")
-	want["small"] = "x"
-	c = checkpointT(t, s, root, 2)
-	if c.Base != fullDir(root, 1) || len(c.Changelogs) != 1 {
-		t.Fatalf("chain = %+v, want the full snapshot and one changelog", c)
-	}
-	wantContents(t, openChain(t, root, c), want)
 }
 
 // A changelog that cannot be written fails the checkpoint and leaves no
@@ -392,67 +402,89 @@ func TestAdoptedFullSnapshotReplacedAfterAFailureIsRemoved(t *testing.T) {
 }
 
 // A stream that fails (its file cannot be created, written, synced or
-// renamed) fails the checkpoint: its chunks are no longer in memory to be
-// written whole. Its file is gone, and the next checkpoint is a full
-// snapshot that restores exactly; the one after goes on with streamed
-// changelogs.
-func TestAFailingChangelogStreamGivesAFullSnapshotNext(t *testing.T) {
+// renamed) cannot be written again from memory: its chunks are gone.
+// Before the barrier, the Store notices, drops the delta and the barrier
+// takes a full snapshot; after it (at Wait), the checkpoint fails and the
+// next barrier takes a full snapshot. Either way the stream's file is
+// gone, every chain restores exactly, and the barrier after the full
+// snapshot goes on with a streamed changelog.
+func TestAFailingChangelogStreamGivesAFullSnapshot(t *testing.T) {
 	defer func(c int) { deltaChunk = c }(deltaChunk)
 	deltaChunk = 13 // entries across chunks
-	for name, kind := range map[string]errorfs.OpKind{
+	kinds := map[string]errorfs.OpKind{
 		"create": errorfs.OpCreate, "write": errorfs.OpFileWrite, "sync": errorfs.OpFileSyncData, "rename": errorfs.OpRename,
-	} {
-		t.Run(name, func(t *testing.T) {
-			root := t.TempDir()
-			dir := filepath.Join(root, "work")
-			var failing atomic.Bool
-			fs := errorfs.Wrap(vfs.Default, errorfs.InjectorFunc(func(op errorfs.Op) error {
-				if failing.Load() && op.Kind == kind && strings.HasPrefix(op.Path, streamPrefix(dir)) {
-					return errorfs.ErrInjected
+	}
+	for name, kind := range kinds {
+		for _, atWait := range []bool{false, true} {
+			if name == "create" && atWait || name == "rename" && !atWait {
+				continue // a stream is created before the barrier, renamed after it
+			}
+			t.Run(fmt.Sprintf("%s/at-wait-%v", name, atWait), func(t *testing.T) {
+				root := t.TempDir()
+				dir := filepath.Join(root, "work")
+				var failing atomic.Bool
+				fs := errorfs.Wrap(vfs.Default, errorfs.InjectorFunc(func(op errorfs.Op) error {
+					if failing.Load() && op.Kind == kind && strings.HasPrefix(op.Path, streamPrefix(dir)) {
+						return errorfs.ErrInjected
+					}
+					return nil
+				}))
+				s := openCfg(t, Config{Dir: dir, FS: fs})
+				want := map[string]string{}
+				write := func(n int) {
+					for i := range 40 {
+						k, v := fmt.Sprintf("k%02d", i), fmt.Sprintf("v%d", n)
+						set(t, s, k, v)
+						want[k] = v
+					}
 				}
-				return nil
-			}))
-			s := openCfg(t, Config{Dir: dir, FS: fs})
-			want := map[string]string{}
-			write := func(n int) {
-				for i := range 40 {
-					k, v := fmt.Sprintf("k%02d", i), fmt.Sprintf("v%d", n)
-					set(t, s, k, v)
-					want[k] = v
+				write(1)
+				checkpointT(t, s, root, 1)
+				failing.Store(!atWait)
+				write(2)
+				if !atWait {
+					// The stream's goroutine fails on its own time: wait
+					// for it, so that the barrier is after the failure.
+					for deadline := time.Now().Add(10 * time.Second); s.stream != nil && !s.stream.failed.Load(); {
+						if time.Now().After(deadline) {
+							t.Fatal("the stream did not fail")
+						}
+						time.Sleep(time.Millisecond)
+					}
 				}
-			}
-			write(1)
-			checkpointT(t, s, root, 1)
-			failing.Store(true)
-			write(2)
-			p, err := s.Checkpoint(fullDir(root, 2), changelogPath(root, 2))
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, err = p.Wait()
-			failing.Store(false)
-			if !errors.Is(err, errorfs.ErrInjected) {
-				t.Fatalf("Wait = %v, want the injected error", err)
-			}
-			if _, err := os.Stat(changelogPath(root, 2)); !os.IsNotExist(err) {
-				t.Fatalf("failed changelog left behind: %v", err)
-			}
-			write(3)
-			c := checkpointT(t, s, root, 3)
-			if c.Base != fullDir(root, 3) || len(c.Changelogs) != 0 {
-				t.Errorf("chain = %+v, want the full snapshot %s alone", c, fullDir(root, 3))
-			}
-			wantContents(t, openChain(t, root, c), want)
-			write(4)
-			c = checkpointT(t, s, root, 4)
-			if left := streamFiles(t, fs, dir); len(left) > 0 {
-				t.Errorf("stream files left: %v", left)
-			}
-			if len(c.Changelogs) != 1 || s.streams < 2 {
-				t.Errorf("chain %+v after %d streams: want the full snapshot and a streamed changelog", c, s.streams)
-			}
-			wantContents(t, openChain(t, root, c), want)
-		})
+				p, err := s.Checkpoint(fullDir(root, 2), changelogPath(root, 2))
+				if err != nil {
+					t.Fatal(err)
+				}
+				failing.Store(true)
+				c, err := p.Wait()
+				failing.Store(false)
+				if atWait {
+					if !errors.Is(err, errorfs.ErrInjected) {
+						t.Fatalf("Wait = %v, want the injected error", err)
+					}
+					if _, err := os.Stat(changelogPath(root, 2)); !os.IsNotExist(err) {
+						t.Fatalf("failed changelog left behind: %v", err)
+					}
+					write(3)
+					c, err = checkpointT(t, s, root, 3), nil
+				}
+				full := fullDir(root, 3-btoi(!atWait))
+				if err != nil || c.Base != full || len(c.Changelogs) != 0 {
+					t.Fatalf("chain = %+v (%v), want the full snapshot %s alone", c, err, full)
+				}
+				wantContents(t, openChain(t, root, c), want)
+				write(4)
+				c = checkpointT(t, s, root, 4)
+				if left := streamFiles(t, fs, dir); len(left) > 0 {
+					t.Errorf("stream files left: %v", left)
+				}
+				if len(c.Changelogs) != 1 || s.streams < 2 {
+					t.Errorf("chain %+v after %d streams: want the full snapshot and a streamed changelog", c, s.streams)
+				}
+				wantContents(t, openChain(t, root, c), want)
+			})
+		}
 	}
 }
 
@@ -461,4 +493,54 @@ func btoi(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// Wait runs on its own goroutine while the worker goes on writing, and the
+// next delta fills chunks that the Pending's stream wrote and recycled. On
+// Pebble's MemFS, which scribbles on what it was given to write in
+// race-enabled builds, every chain still restores the state at its
+// barrier (run with -race for the scribbling and the race detector).
+func TestChangelogsWrittenWhileTheWorkerWritesRestoreExactly(t *testing.T) {
+	defer func(c int) { deltaChunk = c }(deltaChunk)
+	deltaChunk = 64
+	mem := vfs.NewMem()
+	s := openCfg(t, Config{Dir: "/r/work", FS: mem})
+	want := map[string]string{}
+	write := func(n int) {
+		for i := range 200 {
+			k, v := fmt.Sprintf("k%03d", (i*7+n)%300), fmt.Sprintf("v%d-%d", n, i)
+			set(t, s, k, v)
+			want[k] = v
+		}
+	}
+	type result struct {
+		c   Chain
+		err error
+	}
+	write(0)
+	for n := 1; n <= 20; n++ {
+		atBarrier := maps.Clone(want)
+		p, err := s.Checkpoint(fullDir("/r", n), changelogPath("/r", n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan result)
+		go func() {
+			c, err := p.Wait()
+			done <- result{c, err}
+		}()
+		write(n) // while Wait writes the changelog
+		r := <-done
+		if r.err != nil {
+			t.Fatalf("Wait %d: %v", n, r.err)
+		}
+		restored := openCfg(t, Config{Dir: fmt.Sprintf("/r/restore-%d", n), FS: mem, Restore: whole(r.c)})
+		wantContents(t, restored, atBarrier)
+		if err := restored.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s.streams < 20 {
+		t.Errorf("%d streams over 20 barriers, want every changelog streamed", s.streams)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	iofs "io/fs"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
@@ -23,12 +24,15 @@ import (
 // time.
 //
 // A written chunk is not kept: it goes back to the Store's pool for the
-// next one. So a worker holds about a chunk of its changelog in memory,
-// not an interval's writes (two workers of a dedup over 1M keys held
-// 40 MB of deltas, a second of writes, a fifth of the heap). The price
-// is the fallback: a stream that fails cannot be written again from
-// memory. Its Wait fails, like that of a changelog that could not be
-// written, and the Store's next barrier takes a full snapshot, which
+// next one. So a worker holds the chunk it fills and those its streams
+// have not written yet (at most streamQueue each; one or two while the
+// disk keeps up), not an interval's writes: two workers of a dedup over
+// 1M keys held 40 MB of deltas, a second of writes, a third of the heap in
+// use, and hold 4 MB now. The price is the fallback: a stream that fails
+// cannot be written again from memory. A failure the Store sees before the
+// barrier drops the delta, and the barrier takes a full snapshot instead;
+// one at the barrier's Wait fails the checkpoint, like a changelog that
+// could not be written, and the next barrier takes a full snapshot, which
 // holds every write (incremental.go, settle). A stream's file is never
 // handed out, and Open removes what a crash left of one.
 
@@ -47,6 +51,9 @@ type stream struct {
 	done chan struct{}
 	f    vfs.File // the goroutine's until done
 	err  error    // the goroutine's first error; read after done
+
+	failed  atomic.Bool // the goroutine met an error: the stream is of no use
+	stopped atomic.Bool // aborted: the goroutine writes nothing more
 }
 
 // streamPrefix is the start of the temporary names of the streams of the
@@ -67,11 +74,13 @@ func (st *stream) run(head []byte) {
 	if st.err == nil {
 		_, st.err = st.f.Write(head)
 	}
+	st.failed.Store(st.err != nil)
 	for b := range st.ch {
-		if st.err == nil {
+		if st.err == nil && !st.stopped.Load() {
 			if _, st.err = st.f.Write(b); st.err == nil {
 				st.err = st.f.SyncData()
 			}
+			st.failed.Store(st.err != nil)
 		}
 		if cap(b) == st.size {
 			recycle(st.pool, b) // written, or never to be: the sender must not block
@@ -127,6 +136,7 @@ func (st *stream) finish(d *delta, maxPar int, path string) (int64, error) {
 
 // abort stops the stream and removes its file.
 func (st *stream) abort() {
+	st.stopped.Store(true)
 	close(st.ch)
 	<-st.done
 	if st.f != nil {
@@ -136,7 +146,9 @@ func (st *stream) abort() {
 }
 
 // feed hands the delta's full chunks to its stream, starting the stream at
-// the first one.
+// the first one. A stream that failed is of no use: the delta is dropped,
+// and the next barrier takes a full snapshot instead of a checkpoint that
+// would fail.
 func (s *Store) feed() {
 	if s.delta == nil || len(s.delta.chunks) < 2 {
 		return
@@ -144,8 +156,18 @@ func (s *Store) feed() {
 	if s.stream == nil {
 		s.streams++
 		s.stream = startStream(s.fs, fmt.Sprintf("%s%d", streamPrefix(s.dir), s.streams), s.maxPar, s.pool)
+	} else if s.stream.failed.Load() {
+		s.dropFailedStream()
+		return
 	}
 	s.stream.send(s.delta)
+}
+
+// dropFailedStream drops the delta whose stream failed, and the stream.
+func (s *Store) dropFailedStream() {
+	s.abortStream()
+	s.delta = nil
+	s.log.Warn().Msg("a changelog stream failed: the next checkpoint takes a full state snapshot")
 }
 
 // abortStream drops the current delta's stream, if any: the delta no longer
