@@ -5,8 +5,9 @@
 // hot spots are found without touching cmd/ or the runtime:
 //
 //	connprof --config FILE --records N --cpuprofile cpu.out [--memprofile mem.out] [--heapprofile heap.out]
-//	         [--mutexprofile m.out] [--blockprofile b.out]
+//	         [--mutexprofile m.out] [--blockprofile b.out] [--trace trace.out]
 //	go tool pprof -top -nodecount 40 cpu.out
+//	go tool trace -pprof=sched trace.out > sched.pprof   # time runnable goroutines waited for a P
 //
 // bench/profile writes a config for the exactly-once contender, runs this and
 // prints the top of each profile.
@@ -19,6 +20,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"syscall"
 	"time"
 
@@ -39,18 +41,19 @@ func main() {
 	mutexProfile := flag.String("mutexprofile", "", "write a mutex contention profile to `file`")
 	blockProfile := flag.String("blockprofile", "", "write a blocking profile to `file`")
 	heapProfile := flag.String("heapprofile", "", "write a heap profile (in use) to `file` when half the records are written")
+	traceFile := flag.String("trace", "", "write an execution trace (go tool trace) of the run to `file`")
 	flag.Parse()
 	if *cfgPath == "" || *records == 0 {
 		fmt.Fprintln(os.Stderr, "connprof: --config and --records are required")
 		os.Exit(2)
 	}
-	if err := run(*cfgPath, *records, *cpuProfile, *memProfile, *heapProfile, *mutexProfile, *blockProfile); err != nil {
+	if err := run(*cfgPath, *records, *cpuProfile, *memProfile, *heapProfile, *mutexProfile, *blockProfile, *traceFile); err != nil {
 		fmt.Fprintf(os.Stderr, "connprof: %v\n", err)
 		os.Exit(1)
 	}
 }
 
-func run(cfgPath string, records uint64, cpuProfile, memProfile, heapProfile, mutexProfile, blockProfile string) error {
+func run(cfgPath string, records uint64, cpuProfile, memProfile, heapProfile, mutexProfile, blockProfile, traceFile string) error {
 	cfg, err := config.Load(cfgPath)
 	if err != nil {
 		return err
@@ -84,6 +87,17 @@ func run(cfgPath string, records uint64, cpuProfile, memProfile, heapProfile, mu
 			return err
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if traceFile != "" {
+		f, err := os.Create(traceFile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := trace.Start(f); err != nil {
+			return err
+		}
+		defer trace.Stop()
 	}
 
 	ctx, stop := context.WithCancel(context.Background())
