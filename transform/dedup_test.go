@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -324,7 +325,9 @@ func TestDedupReadsTheKVOnlyForValuesItMayHaveSeen(t *testing.T) {
 // capacity says "maybe" for about 1% of the others (2% allowed).
 func TestBloomNeverForgetsAndRarelyLies(t *testing.T) {
 	const n = 100_000
-	b := newBloom(n)
+	mem := newBloom(n)
+	defer runtime.KeepAlive(mem) // b's memory
+	b := bloom(mem.W)
 	for i := range uint64(n) {
 		if !b.add(i * 2654435761 & 0xffffffff) {
 			t.Fatalf("add %d of %d said the filter is over capacity", i, n)

@@ -3,6 +3,8 @@ package transform
 import (
 	"hash/maphash"
 	"slices"
+
+	"github.com/connector-dev/connector/internal/offheap"
 )
 
 // indexCap is the most values a bucket's table holds: a table of 4M slots
@@ -81,6 +83,9 @@ type bucketIndex struct {
 	// slot. unit 0: no times in slots (every q is qUnknown).
 	start, unit int64
 	slots       []uint64
+	// The tables' memory (internal/offheap: off the Go heap), kept and
+	// dropped with slots, old and bloom.
+	slotsMem, oldMem, bloomMem *offheap.Words
 	// old is the table slots replaced when it grew, while its values move
 	// into slots a few at a time (moveStep for each put): a value is in
 	// one of the two, in old if at an index of moved or above. A table of
@@ -122,7 +127,9 @@ const (
 // newBucketIndex is an empty index of the bucket of width ms beginning at
 // start (Unix ms).
 func newBucketIndex(start, width int64) *bucketIndex {
-	return &bucketIndex{start: start, unit: (width + qUnknown - 1) / qUnknown, slots: make([]uint64, 1024)}
+	s := &bucketIndex{start: start, unit: (width + qUnknown - 1) / qUnknown, slotsMem: offheap.New(1024)}
+	s.slots = s.slotsMem.W
+	return s
 }
 
 // slot is the slot of entry n of fingerprint fp, first seen at first.
@@ -298,10 +305,11 @@ func (s *bucketIndex) mayHoldByValue(h uint64) bool {
 // for capacity fingerprints if the bucket has none yet.
 func (s *bucketIndex) putByValue(fp uint64, capacity int) {
 	if !s.byValue {
-		s.byValue, s.bloom = true, newBloom(capacity)
+		s.bloomMem = newBloom(capacity)
+		s.byValue, s.bloom = true, bloom(s.bloomMem.W)
 	}
 	if s.bloom != nil && !s.bloom.add(fp) {
-		s.bloom = nil // too many values for it to tell: unknown
+		s.bloom, s.bloomMem = nil, nil // too many values for it to tell: unknown
 	}
 }
 
@@ -341,8 +349,9 @@ func (s *bucketIndex) grow() {
 	if s.old != nil {
 		s.move(len(s.old)) // not reached (see moveStep), but never two olds
 	}
-	s.old, s.moved = s.slots, 0
-	s.slots = make([]uint64, 2*len(s.old))
+	s.old, s.oldMem, s.moved = s.slots, s.slotsMem, 0
+	s.slotsMem = offheap.New(2 * len(s.old))
+	s.slots = s.slotsMem.W
 }
 
 // move moves up to k more of old's slots into slots.
@@ -361,7 +370,7 @@ func (s *bucketIndex) move(k int) {
 		}
 	}
 	if s.moved == len(s.old) {
-		s.old, s.moved = nil, 0
+		s.old, s.oldMem, s.moved = nil, nil, 0
 	}
 }
 
@@ -371,10 +380,11 @@ func (s *bucketIndex) move(k int) {
 // absent. Its first word counts the fingerprints added and the capacity.
 type bloom []uint64
 
-func newBloom(capacity int) bloom {
+// newBloom returns the words of a filter for capacity fingerprints.
+func newBloom(capacity int) *offheap.Words {
 	blocks := max(8, capacity*10/512) // small ones (in tests) far from full
-	b := make(bloom, 2+8*blocks)
-	b[1] = uint64(capacity)
+	b := offheap.New(2 + 8*blocks)
+	b.W[1] = uint64(capacity)
 	return b
 }
 

@@ -1,9 +1,14 @@
 package transform
 
 import (
+	"hash/maphash"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"testing"
+	"time"
+
+	"github.com/connector-dev/connector/internal/offheap"
 )
 
 // A bucket's index, asked for a fingerprint (the high half of a value's
@@ -241,5 +246,55 @@ func TestBucketIndexPastItsCapWritesByValue(t *testing.T) {
 	}
 	if s.mayHoldByValue(5<<32) && s.mayHoldByValue(6<<32) && s.mayHoldByValue(7<<32) {
 		t.Error("the filter says yes to numbered fingerprints it was never given")
+	}
+}
+
+// A bucket's tables (and its filter) are off the Go heap (internal/offheap)
+// and go back to the system once the bucket expires, as does the table a
+// growth replaced once its values moved.
+func TestExpiredBucketsReturnTheirTables(t *testing.T) {
+	defer func(n int) { indexCap = n }(indexCap)
+	indexCap = 40_000 // the last values of a bucket go by value, behind a filter
+	// Earlier tests' indexes are garbage: once collected, nothing is mapped.
+	const base = 0
+	waitMapped(t, base)
+	x := &index{seed: maphash.MakeSeed(), ttl: 1000}
+	x.reset()
+	for b := range int64(3) {
+		s := x.open(b)
+		for i := range uint64(50_000) {
+			s.add(maphash.Comparable(x.seed, i), b*1000)
+		}
+	}
+	// Each bucket: a table of 64K slots (512 KiB), the one it replaced
+	// moved and unmapped, and a filter of 200K values.
+	perBucket := int64(64<<10)*8 + int64(2+8*(bloomFactor*40_000*10/512))*8
+	waitMapped(t, base+3*perBucket)
+	x.expire(2)
+	waitMapped(t, base+perBucket)
+	// The bucket kept has its tables: every value is still found.
+	kept := x.sets[2]
+	for i := range uint64(40_000) {
+		h := maphash.Comparable(x.seed, i)
+		if kept.find(h>>32) == 0 {
+			t.Fatalf("value %d of the kept bucket is not in its table", i)
+		}
+	}
+	x.reset()
+	waitMapped(t, base)
+	runtime.KeepAlive(x)
+}
+
+// waitMapped collects garbage until internal/offheap has want bytes mapped
+// (cleanups run on their own goroutine after a collection), for 10 s at
+// most.
+func waitMapped(t *testing.T, want int64) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); offheap.Mapped() != want; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d bytes mapped, want %d", offheap.Mapped(), want)
+		}
+		runtime.GC()
+		time.Sleep(time.Millisecond)
 	}
 }

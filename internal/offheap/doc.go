@@ -1,0 +1,19 @@
+// Package offheap allocates large tables of pointer-free words outside the
+// Go heap, for the in-memory indexes that live as long as a job's state.
+//
+// Go's collector lets the heap grow to twice what is live (GOGC=100)
+// before it collects, so each byte of a table on the heap costs about two
+// of the process's memory; off the heap it costs one. A dedup over 1M keys
+// held 36-48 MB of index tables (bench/RESULTS.md, "Index tables off the
+// Go heap"). The tables are not counted in Go's heap metrics: the
+// process's resident memory is.
+//
+// A table is an anonymous memory mapping, returned to the system by a
+// cleanup once its *Words is unreachable (after a garbage collection): the
+// owner keeps the *Words beside the slice it uses and drops both together,
+// and never uses the slice after. Tables of 4 MiB and more ask for huge
+// pages: in 4 KiB pages, every new table faulted its pages in one by one,
+// which the Go heap's reused memory does not (twice the page faults of the
+// whole dedup run, and ~7% more CPU). Small tables, and every table where
+// the platform has no mmap, are ordinary Go slices.
+package offheap

@@ -1,0 +1,9 @@
+//go:build !unix
+
+package offheap
+
+import "errors"
+
+func mmapWords(int) ([]byte, []uint64, error) { return nil, nil, errors.ErrUnsupported }
+
+func munmap([]byte) error { return errors.ErrUnsupported }

@@ -1,0 +1,44 @@
+package offheap
+
+import (
+	"runtime"
+	"sync/atomic"
+)
+
+// Words is a zeroed table of uint64s. W is valid while the *Words is
+// reachable; the memory goes once it is not (see the package doc).
+type Words struct {
+	W []uint64
+}
+
+// minMapped is the smallest table that is mapped rather than made: below
+// it a mapping's pages and system calls cost more than the heap does.
+const minMapped = 64 << 10
+
+// mapped is the bytes of tables mapped and not yet unmapped.
+var mapped atomic.Int64
+
+// Mapped is how many bytes of tables are mapped now.
+func Mapped() int64 { return mapped.Load() }
+
+// New returns a zeroed table of n words. If the memory cannot be mapped,
+// the table is an ordinary slice.
+func New(n int) *Words {
+	if n*8 < minMapped {
+		return &Words{W: make([]uint64, n)}
+	}
+	mem, w, err := mmapWords(n)
+	if err != nil {
+		return &Words{W: make([]uint64, n)}
+	}
+	t := &Words{W: w}
+	mapped.Add(int64(len(mem)))
+	runtime.AddCleanup(t, unmap, mem)
+	return t
+}
+
+func unmap(mem []byte) {
+	if munmap(mem) == nil {
+		mapped.Add(-int64(len(mem)))
+	}
+}
