@@ -2,6 +2,7 @@ package transform
 
 import (
 	"hash/maphash"
+	"runtime"
 	"slices"
 
 	"github.com/connector-dev/connector/internal/offheap"
@@ -298,7 +299,9 @@ func (s *bucketIndex) numbered(h uint64, cutoff int64, dst []uint32) (_ []uint32
 // mayHoldByValue says whether the bucket may hold a by-value entry of a
 // value of hash h.
 func (s *bucketIndex) mayHoldByValue(h uint64) bool {
-	return s.byValue && (s.bloom == nil || s.bloom.has(h>>32))
+	ok := s.byValue && (s.bloom == nil || s.bloom.has(h>>32))
+	runtime.KeepAlive(s) // s.bloomMem: the filter's memory (internal/offheap)
+	return ok
 }
 
 // putByValue records a by-value entry of fingerprint fp, in a filter made
@@ -311,6 +314,7 @@ func (s *bucketIndex) putByValue(fp uint64, capacity int) {
 	if s.bloom != nil && !s.bloom.add(fp) {
 		s.bloom, s.bloomMem = nil, nil // too many values for it to tell: unknown
 	}
+	runtime.KeepAlive(s) // s.bloomMem while add ran
 }
 
 // seal ends a load: the by-value fingerprints go into a filter sized for

@@ -11,7 +11,9 @@
 // A table is an anonymous memory mapping, returned to the system by a
 // cleanup once its *Words is unreachable (after a garbage collection): the
 // owner keeps the *Words beside the slice it uses and drops both together,
-// and never uses the slice after. Tables of 4 MiB and more ask for huge
+// and never uses the slice after. Where the slice is read after the
+// owner's last use in a function (a method of the slice called last), the
+// owner needs a runtime.KeepAlive after the read. Tables of 4 MiB and more ask for huge
 // pages: in 4 KiB pages, every new table faulted its pages in one by one,
 // which the Go heap's reused memory does not (twice the page faults of the
 // whole dedup run, and ~7% more CPU). Small tables, and every table where

@@ -14,13 +14,14 @@ func mmapWords(n int) (mem []byte, w []uint64, err error) {
 		return nil, nil, err
 	}
 	if len(mem) >= hugeFrom {
-		_ = unix.Madvise(mem, unix.MADV_HUGEPAGE) // a hint: without it, 4 KiB pages
+		hugePages(mem)
 	}
 	return mem, unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(mem))), n), nil
 }
 
-// hugeFrom is the smallest table backed by huge pages (where the kernel
-// has them for the asking: transparent_hugepage "madvise" or "always").
+// hugeFrom is the smallest table backed by huge pages (on Linux, where
+// the kernel has them for the asking: transparent_hugepage "madvise" or
+// "always").
 const hugeFrom = 4 << 20
 
 func munmap(mem []byte) error { return unix.Munmap(mem) }
