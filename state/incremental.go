@@ -131,8 +131,9 @@ type background struct {
 //
 // A full snapshot is taken instead, synchronously into fullDir, when the
 // writes since the previous barrier outgrew changelogLimit, or their
-// stream failed, or the previous changelog did. Once the changelogs since the last full snapshot reach
-// Config.FullSnapshotAfter bytes or maxChangelogs files, a full snapshot
+// stream failed, or the previous changelog did. Once the changelogs since
+// the last full snapshot reach Config.FullSnapshotAfter bytes or
+// maxChangelogs files, a full snapshot
 // into fullDir starts in the background; the first Checkpoint after it
 // finished uses it as the chain's base, which keeps restores short. That
 // snapshot is fuzzy: it holds every write before this barrier and possibly

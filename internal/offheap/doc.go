@@ -13,9 +13,11 @@
 // owner keeps the *Words beside the slice it uses and drops both together,
 // and never uses the slice after. Where the slice is read after the
 // owner's last use in a function (a method of the slice called last), the
-// owner needs a runtime.KeepAlive after the read. Tables of 4 MiB and more ask for huge
-// pages: in 4 KiB pages, every new table faulted its pages in one by one,
-// which the Go heap's reused memory does not (twice the page faults of the
-// whole dedup run, and ~7% more CPU). Small tables, and every table where
-// the platform has no mmap, are ordinary Go slices.
+// owner needs a runtime.KeepAlive after the read.
+//
+// Tables of 4 MiB and more ask for huge pages (Linux): in 4 KiB pages,
+// every new table faulted its pages in one by one, which the Go heap's
+// reused memory does not (twice the page faults of the whole dedup run,
+// and ~7% more CPU). Small tables, and every table where the platform has
+// no mmap, are ordinary Go slices.
 package offheap

@@ -17,6 +17,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"runtime/pprof"
@@ -77,27 +78,23 @@ func run(cfgPath string, records uint64, cpuProfile, memProfile, heapProfile, mu
 		return uint64(n)
 	}
 
-	if cpuProfile != "" {
-		f, err := os.Create(cpuProfile)
+	for _, rec := range []struct {
+		path  string
+		start func(io.Writer) error
+		stop  func()
+	}{{cpuProfile, pprof.StartCPUProfile, pprof.StopCPUProfile}, {traceFile, trace.Start, trace.Stop}} {
+		if rec.path == "" {
+			continue
+		}
+		f, err := os.Create(rec.path)
 		if err != nil {
 			return err
 		}
 		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
+		if err := rec.start(f); err != nil {
 			return err
 		}
-		defer pprof.StopCPUProfile()
-	}
-	if traceFile != "" {
-		f, err := os.Create(traceFile)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := trace.Start(f); err != nil {
-			return err
-		}
-		defer trace.Stop()
+		defer rec.stop()
 	}
 
 	ctx, stop := context.WithCancel(context.Background())
