@@ -8,6 +8,10 @@ import (
 	"github.com/parquet-go/parquet-go/format"
 )
 
+// zstdWindow is the zstd window of a page: a page's plain-encoded data
+// reaches pageSize by at most one value.
+const zstdWindow = pageSize
+
 // zstdEncoders are zstd encoders not in use. parquet-go's zstd codec keeps
 // its encoders in a pool that every garbage collection empties, and a new
 // encoder allocates and clears its tables at its first page; these are kept
@@ -31,9 +35,12 @@ func compressPage(codec compress.Codec, dst, src []byte) ([]byte, error) {
 	zstdEncoders.Unlock()
 	if e == nil {
 		var err error
-		// The options of parquet-go's codec, which the files had before.
+		// The options of parquet-go's codec, which the files had before,
+		// but a window of a page: the default 8 MiB window gives each
+		// encoder a 16 MiB history buffer, which a page of 1 MiB never
+		// fills (EncodeAll compresses each page as a frame of its own).
 		e, err = zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1), zstd.WithEncoderLevel(zstd.SpeedDefault),
-			zstd.WithZeroFrames(true), zstd.WithEncoderCRC(false))
+			zstd.WithZeroFrames(true), zstd.WithEncoderCRC(false), zstd.WithWindowSize(zstdWindow))
 		if err != nil {
 			return nil, err
 		}
