@@ -15,19 +15,10 @@ import (
 )
 
 // Across filesystems Pebble copies sstables instead of linking them; the
-// snapshot is still complete, and the handle does not claim sharing. The
-// second filesystem is /dev/shm (tmpfs on Linux); a machine without one fails
-// the test rather than skipping it.
+// snapshot is still complete, and the handle does not claim sharing.
 func TestSnapshotOnAnotherFilesystemCopiesAndSharesNothing(t *testing.T) {
-	other, err := os.MkdirTemp("/dev/shm", "state-test-")
-	if err != nil {
-		t.Fatalf("this test needs a second filesystem at /dev/shm: %v", err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(other) })
 	root := t.TempDir()
-	if a, b := devOf(t, root), devOf(t, other); a == b {
-		t.Fatalf("this test needs /dev/shm on another filesystem than %s; both are on one device", root)
-	}
+	other := otherFilesystem(t, root)
 	s := openT(t, root, "")
 	set(t, s, "k", "v")
 	snapshot(t, s, filepath.Join(other, "1"))
@@ -37,6 +28,22 @@ func TestSnapshotOnAnotherFilesystemCopiesAndSharesNothing(t *testing.T) {
 		t.Fatalf("snapshot on another filesystem claims %d shared files", h.SharedFiles)
 	}
 	wantContents(t, openT(t, filepath.Join(root, "r"), h.Dir), map[string]string{"k": "v", "k2": "v"})
+}
+
+// otherFilesystem returns a new directory on another filesystem than root's
+// (under /dev/shm, tmpfs on Linux), removed at the test's end; a machine
+// without one fails the test rather than skipping it.
+func otherFilesystem(t *testing.T, root string) string {
+	t.Helper()
+	other, err := os.MkdirTemp("/dev/shm", "state-test-")
+	if err != nil {
+		t.Fatalf("this test needs a second filesystem at /dev/shm: %v", err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(other) })
+	if a, b := devOf(t, root), devOf(t, other); a == b {
+		t.Fatalf("this test needs /dev/shm on another filesystem than %s; both are on one device", root)
+	}
+	return other
 }
 
 func devOf(t *testing.T, dir string) vfs.DeviceID {
@@ -104,4 +111,34 @@ func TestPebbleErrorsAreRateLimited(t *testing.T) {
 	if n := strings.Count(buf.String(), "\n"); n < 1 || n > errorBurst {
 		t.Fatalf("%d lines logged for 1000 errors in a burst, want 1-%d", n, errorBurst)
 	}
+}
+
+// A changelog streamed into a file beside the working directory is renamed
+// into the checkpoint; with the checkpoints on another filesystem the
+// rename cannot work, and the file is copied instead. Every checkpoint
+// completes, as a changelog (not a full snapshot after every failed one),
+// and restores.
+func TestStreamedChangelogsIntoAnotherFilesystemAreCopied(t *testing.T) {
+	defer func(n int) { deltaChunk = n }(deltaChunk)
+	deltaChunk = 256
+	root := t.TempDir()
+	other := otherFilesystem(t, root)
+	s := openCfg(t, Config{Dir: filepath.Join(root, "work")})
+	want := map[string]string{}
+	var c Chain
+	for n := 1; n <= 4; n++ {
+		for i := range 100 {
+			k, v := fmt.Sprintf("k%d-%03d", n, i), strings.Repeat("v", 20)
+			set(t, s, k, v)
+			want[k] = v
+		}
+		c = checkpointT(t, s, other, n)
+	}
+	if len(c.Changelogs) != 4 || s.streams != 4 {
+		t.Errorf("the last chain has %d changelogs, %d streams ran; want 4 streamed changelogs (on the empty base)", len(c.Changelogs), s.streams)
+	}
+	if left := streamFiles(t, s.fs, s.dir); len(left) > 0 {
+		t.Errorf("stream files left: %v", left)
+	}
+	wantContents(t, openChain(t, root, c), want)
 }

@@ -3,6 +3,7 @@ package state
 import (
 	"errors"
 	"fmt"
+	"io"
 	iofs "io/fs"
 	"path/filepath"
 	"strings"
@@ -18,7 +19,8 @@ import (
 // to a file of its own (beside the working directory, a name of its own)
 // on another goroutine and syncs it, and so every further chunk; the
 // barrier's Wait then writes only the last chunk and the trailer, syncs
-// what is left, and renames the file to the changelog's path. At a million
+// what is left, and renames the file to the changelog's path (copies it,
+// when the checkpoints are on another filesystem). At a million
 // state writes a second a delta is several MB a second, and writing and
 // syncing all of it at the barrier was most of a stateful checkpoint's
 // time.
@@ -98,8 +100,8 @@ func (st *stream) send(d *delta) {
 }
 
 // finish writes the rest of d (its last chunk) and the trailer, syncs the
-// file and renames it to path, syncing path's directory and that one's
-// parent (as writeChangelog). It returns the changelog's size. On error
+// file and renames (or copies) it to path, syncing path's directory and
+// that one's parent (as writeChangelog). It returns the changelog's size. On error
 // the temporary file is removed and nothing is at path.
 func (st *stream) finish(d *delta, maxPar int, path string) (int64, error) {
 	trailer := d.trailer() // before the chunk goes: the goroutine recycles it
@@ -121,6 +123,9 @@ func (st *stream) finish(d *delta, maxPar int, path string) (int64, error) {
 	}
 	if err == nil {
 		err = st.fs.Rename(st.temp, path)
+		if err != nil && otherDevice(st.fs, st.temp, path) {
+			err = copyChangelog(st.fs, st.temp, path)
+		}
 	}
 	for _, dir := range []string{filepath.Dir(path), filepath.Dir(filepath.Dir(path))} {
 		if err == nil {
@@ -132,6 +137,47 @@ func (st *stream) finish(d *delta, maxPar int, path string) (int64, error) {
 		return 0, fmt.Errorf("stream changelog %s: %w", path, err)
 	}
 	return int64(len(header(maxPar))) + d.size + int64(len(trailer)), nil
+}
+
+// otherDevice says whether file and path's directory are on different
+// devices (a rename between them cannot work).
+func otherDevice(fs vfs.FS, file, path string) bool {
+	a, err := fs.Stat(file)
+	if err != nil {
+		return false
+	}
+	b, err := fs.Stat(filepath.Dir(path))
+	return err == nil && a.DeviceID() != b.DeviceID()
+}
+
+// copyChangelog copies the stream's file to path, for checkpoints on
+// another filesystem than the working directory (as full snapshots copy
+// their sstables there: snapshot.go). The stream's file was synced; the
+// copy is synced before it counts; a failed one is removed (and one a
+// crash cut short is no changelog: its trailer is missing).
+func copyChangelog(fs vfs.FS, from, path string) error {
+	src, err := fs.Open(from, vfs.SequentialReadsOption)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	dst, err := fs.Create(path, vfs.WriteCategoryUnspecified)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(dst, src)
+	if err == nil {
+		err = dst.Sync()
+	}
+	if cerr := dst.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = fs.Remove(path)
+		return err
+	}
+	_ = fs.Remove(from) // what is left of it goes at the next Open
+	return nil
 }
 
 // abort stops the stream and removes its file.
