@@ -2,10 +2,13 @@ package metrics
 
 import (
 	"math"
+	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/connector-dev/connector/internal/offheap"
 )
 
 func TestSnapshotSumsSeriesAndCountsObservations(t *testing.T) {
@@ -90,5 +93,26 @@ func TestNewRegistryHasGoProcessAndBuildInfo(t *testing.T) {
 	if len(info) != 1 || info[0].Value != 1 || info[0].Labels["version"] != "v1.2.3" ||
 		info[0].Labels["goversion"] != "go1.99" || info[0].Labels["pebble"] != "unknown" {
 		t.Errorf("connector_build_info = %+v", info)
+	}
+}
+
+// The dedup's index tables are mapped outside Go's heap: the gauge counts
+// a table while it is mapped.
+func TestNewRegistryCountsTablesOffTheHeap(t *testing.T) {
+	reg := NewRegistry(BuildInfo{})
+	before, err := Gather(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := offheap.New(1 << 17) // 1 MiB: mapped (tables of 64 KiB and more are)
+	after, err := Gather(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runtime.KeepAlive(table)
+	b, okB := before.Sum("connector_offheap_bytes")
+	a, okA := after.Sum("connector_offheap_bytes")
+	if !okB || !okA || a-b != 1<<20 {
+		t.Errorf("connector_offheap_bytes %v (present %v), then %v (present %v) with a 1 MiB table mapped; want 1 MiB more", b, okB, a, okA)
 	}
 }

@@ -5,6 +5,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/connector-dev/connector/internal/offheap"
 )
 
 // BuildInfo is what connector_build_info's labels say about the binary.
@@ -18,14 +20,18 @@ type BuildInfo struct {
 
 // NewRegistry returns the registry of a connector process, holding the
 // Go runtime's collector (go_*), the process collector (process_*: CPU,
-// memory, file descriptors) and connector_build_info. The job's own
-// metrics are added by pipeline.New.
+// memory, file descriptors), connector_build_info and
+// connector_offheap_bytes. The job's own metrics are added by pipeline.New.
 func NewRegistry(info BuildInfo) *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		buildInfo(info),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "connector_offheap_bytes",
+			Help: "Bytes of in-memory tables mapped outside the Go heap (the dedup's index): part of process_resident_memory_bytes, in none of go_memstats_*.",
+		}, func() float64 { return float64(offheap.Mapped()) }),
 	)
 	return reg
 }
