@@ -178,6 +178,9 @@ func (w *worker) process(ctx context.Context, b batch) error {
 	var out uint64
 	for i := range b {
 		r := &b[i]
+		if w.chain != nil && i%transform.PrefetchWindow == 0 {
+			w.chain.Prefetch(b[i:min(i+transform.PrefetchWindow, len(b))])
+		}
 		if w.state != nil {
 			if err := w.state.SetKeyGroup(int(r.KeyGroup)); err != nil {
 				return fmt.Errorf("%s: %w", w.task, err) // a routing bug: never touch another worker's state

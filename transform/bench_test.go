@@ -119,25 +119,38 @@ func (discardKV) Scan([]byte, []byte, func(key, value []byte) error) error { ret
 
 // The dedup of bench/'s connector-dedup without its KV: 1M values, each
 // back every 1M records (1 ms apart), TTL 900 s: every record is kept and
-// its lookups go to two buckets of about a million values.
+// its lookups go to two buckets of about a million values. Records come
+// in windows of PrefetchWindow, keyed by key_by's field as a worker's
+// are, and are prefetched first or not. Run it for a few million records
+// (-benchtime 4000000x): the tables reach their size after a million.
 func BenchmarkDedupIndexOverAMillionKeys(b *testing.B) {
-	d, err := NewDedup(DedupConfig{Name: "d", Key: "u", TTL: 900 * time.Second}, discardKV{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	recs := make([]*record.Record, 1<<16)
-	for i := range recs {
-		recs[i] = &record.Record{Value: []byte(fmt.Sprintf(`{"u":%d}`, 1_000_000+i))}
-	}
-	b.ResetTimer()
-	for i := range b.N {
-		r := recs[i&(1<<16-1)]
-		r.Value = strconv.AppendInt(append(r.Value[:0], `{"u":`...), int64(1_000_000+i%1_000_000), 10)
-		r.Value = append(r.Value, '}')
-		r.Timestamp = t0.Add(time.Duration(i) * time.Millisecond)
-		if _, err := d.Apply(r); err != nil {
-			b.Fatal(err)
-		}
+	for _, prefetch := range []bool{false, true} {
+		b.Run(fmt.Sprintf("prefetch=%v", prefetch), func(b *testing.B) {
+			c, err := Build([]Spec{{KindDedup, DedupConfig{Key: "u", TTL: 900 * time.Second}}}, discardKV{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			c.UseKeyField("u")
+			win := make([]record.Record, PrefetchWindow)
+			b.ResetTimer()
+			for i := 0; i < b.N; i += len(win) {
+				for j := range win {
+					r := &win[j]
+					r.Value = strconv.AppendInt(append(r.Value[:0], `{"u":`...), int64(1_000_000+(i+j)%1_000_000), 10)
+					r.KeyField = record.Span{Start: 5, End: int32(len(r.Value))}
+					r.Value = append(r.Value, '}')
+					r.Timestamp = t0.Add(time.Duration(i+j) * time.Millisecond)
+				}
+				if prefetch {
+					c.Prefetch(win)
+				}
+				for j := range win {
+					if _, err := c.Apply(&win[j]); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
 	}
 }
 

@@ -19,9 +19,10 @@ import (
 // Any other Transform in the chain sees r.Value re-encoded before it runs,
 // and the value is decoded again after it if a later built-in needs it.
 type Chain struct {
-	steps []step
-	d     document
-	s     slab
+	steps    []step
+	d        document
+	s        slab
+	prefetch []*Dedup // the dedups that read KeyField (UseKeyField)
 }
 
 type step struct {
@@ -61,10 +62,22 @@ func (c *Chain) UseKeyField(path string) {
 		case *Filter:
 			continue
 		case *Dedup:
-			t.useKeyField = strings.Join(t.path, ".") == path
+			if t.useKeyField = strings.Join(t.path, ".") == path; t.useKeyField {
+				c.prefetch = append(c.prefetch, t)
+			}
 			continue
 		}
 		return
+	}
+}
+
+// Prefetch readies the chain for rs, the next records Apply will see
+// (PrefetchWindow of them at a time): the dedups that read KeyField load
+// the index slots their lookups of rs will probe first. It changes
+// nothing but what is in the CPU's cache.
+func (c *Chain) Prefetch(rs []record.Record) {
+	for _, t := range c.prefetch {
+		t.prefetch(rs)
 	}
 }
 

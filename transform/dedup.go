@@ -157,17 +157,18 @@ type Dedup struct {
 	// KeyField is where it is (Chain.UseKeyField).
 	useKeyField bool
 
-	started   bool
-	maxSeen   int64  // the newest record time seen, ms
-	expiredTo int64  // buckets below it were expired, once started
-	records   uint64 // records that had a value, for expireStale
-	legacy    bool   // unbucketed entries of earlier versions are read, until
-	legacyEnd int64  // maxSeen reaches this
-	index     index
-	hash      uint64   // the current value's
-	ent       []byte   // scratch: a numbered entry's value
-	cands     []uint32 // scratch: entry numbers to read
-	probe     uint64   // lookup's early loads end here (unused)
+	started    bool
+	maxSeen    int64  // the newest record time seen, ms
+	expiredTo  int64  // buckets below it were expired, once started
+	records    uint64 // records that had a value, for expireStale
+	legacy     bool   // unbucketed entries of earlier versions are read, until
+	legacyEnd  int64  // maxSeen reaches this
+	index      index
+	hash       uint64   // the current value's
+	ent        []byte   // scratch: a numbered entry's value
+	cands      []uint32 // scratch: entry numbers to read
+	probe      uint64   // lookup's and prefetch's early loads end here (unused)
+	prefetched uint64   // slots prefetch loaded (tests)
 }
 
 var _ Transform = (*Dedup)(nil)
