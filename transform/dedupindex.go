@@ -37,20 +37,11 @@ type index struct {
 // reset empties the index; the caller adds what the KV holds.
 func (x *index) reset() { x.sets = make(map[int64]*bucketIndex) }
 
-// open returns bucket b's index, made empty if the bucket had none. A new
-// bucket's table is made for as many values as the bucket before it holds:
-// a steady stream fills it without growing. Grown from its smallest size,
-// a table of a million values doubled ten times and moved each of its
-// values into a slot far from the last (a cache miss each, the moves 2% of
-// bench/profile --dedup u).
+// open returns bucket b's index, made empty if the bucket had none.
 func (x *index) open(b int64) *bucketIndex {
 	s := x.sets[b]
 	if s == nil {
-		expect := 0
-		if p := x.sets[b-1]; p != nil {
-			expect = min(p.n, indexCap)
-		}
-		s = newBucketIndexFor(b*x.ttl, x.ttl, expect)
+		s = newBucketIndex(b*x.ttl, x.ttl)
 		x.sets[b] = s
 	}
 	return s
@@ -136,16 +127,8 @@ const (
 
 // newBucketIndex is an empty index of the bucket of width ms beginning at
 // start (Unix ms).
-func newBucketIndex(start, width int64) *bucketIndex { return newBucketIndexFor(start, width, 0) }
-
-// newBucketIndexFor is newBucketIndex with a table that holds expect
-// values without growing (put grows it past 3/4 full).
-func newBucketIndexFor(start, width int64, expect int) *bucketIndex {
-	n := 1024
-	for n*3 < expect*4 {
-		n *= 2
-	}
-	s := &bucketIndex{start: start, unit: (width + qUnknown - 1) / qUnknown, slotsMem: offheap.New(n)}
+func newBucketIndex(start, width int64) *bucketIndex {
+	s := &bucketIndex{start: start, unit: (width + qUnknown - 1) / qUnknown, slotsMem: offheap.New(1024)}
 	s.slots = s.slotsMem.W
 	return s
 }

@@ -298,36 +298,3 @@ func waitMapped(t *testing.T, want int64) {
 		time.Sleep(time.Millisecond)
 	}
 }
-
-// A new bucket's table is made for the values of the bucket before it: as
-// many again go in without the table growing (and moving its values), and
-// more than that make it grow as before.
-func TestANewBucketIsMadeForTheValuesOfTheOneBefore(t *testing.T) {
-	x := &index{seed: maphash.MakeSeed(), ttl: 1000}
-	x.reset()
-	const values = 100_000
-	first := x.open(0)
-	for i := range uint64(values) {
-		first.add(maphash.Comparable(x.seed, i), 0)
-	}
-	second := x.open(1)
-	if len(second.slots)*3 < values*4 {
-		t.Fatalf("the second bucket's table has %d slots, too few for the first's %d values", len(second.slots), values)
-	}
-	size := len(second.slots)
-	for i := range uint64(values) {
-		second.add(maphash.Comparable(x.seed, values+i), 1000)
-		if second.old != nil || len(second.slots) != size {
-			t.Fatalf("the second bucket's table grew at value %d of %d", i, values)
-		}
-	}
-	for i := uint64(values); len(second.slots) == size; i++ {
-		if i == uint64(2*size) {
-			t.Fatalf("the second bucket's table of %d slots did not grow past %d values", size, i)
-		}
-		second.add(maphash.Comparable(x.seed, values+i), 1000)
-	}
-	if stray := x.open(7); len(stray.slots) != 1024 {
-		t.Errorf("a bucket after none has %d slots, want the smallest table (1024)", len(stray.slots))
-	}
-}
