@@ -141,9 +141,11 @@ type background struct {
 // the changelogs of the later barriers is still exact, because every later
 // write of a key is in one of them, and the last one applied wins.
 //
-// fullDir and changelogPath must not exist and must be on the working
-// directory's filesystem; the caller owns them once a snapshot that names
-// them was returned (the Store never deletes a file after handing it out).
+// fullDir and changelogPath must not exist; on another filesystem than the
+// working directory's, a full snapshot copies its tables and a streamed
+// changelog is copied there, where on the same one they are linked and
+// renamed. The caller owns them once a snapshot that names them was
+// returned (the Store never deletes a file after handing it out).
 func (s *Store) Checkpoint(fullDir, changelogPath string) (*Pending, error) {
 	if s.db == nil {
 		return nil, ErrClosed

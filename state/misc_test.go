@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -119,11 +121,46 @@ func TestPebbleErrorsAreRateLimited(t *testing.T) {
 // completes, as a changelog (not a full snapshot after every failed one),
 // and restores.
 func TestStreamedChangelogsIntoAnotherFilesystemAreCopied(t *testing.T) {
+	root := t.TempDir()
+	checkStreamedChangelogsCopied(t, root, Config{Dir: filepath.Join(root, "work")}, otherFilesystem(t, root))
+}
+
+// The same where the rename fails with EXDEV on one device: Linux refuses
+// a rename between two mounts of one filesystem (two container volumes on
+// a node's disk), whose device IDs are the same.
+func TestStreamedChangelogsIntoAnotherMountAreCopied(t *testing.T) {
+	root := t.TempDir()
+	fs := &exdevFS{FS: vfs.Default}
+	checkStreamedChangelogsCopied(t, root, Config{Dir: filepath.Join(root, "work"), FS: fs}, filepath.Join(root, "checkpoints"))
+	if fs.refused.Load() != 4 {
+		t.Errorf("%d renames into the checkpoints refused, want the 4 changelogs'", fs.refused.Load())
+	}
+}
+
+// exdevFS refuses the rename of a file to a changelog's name (*.changelog)
+// with EXDEV, as Linux does between two mounts.
+type exdevFS struct {
+	vfs.FS
+	refused atomic.Int32
+}
+
+func (f *exdevFS) Rename(from, to string) error {
+	if strings.HasSuffix(to, ".changelog") {
+		f.refused.Add(1)
+		return &os.LinkError{Op: "rename", Old: from, New: to, Err: syscall.EXDEV}
+	}
+	return f.FS.Rename(from, to)
+}
+
+// checkStreamedChangelogsCopied writes four barriers' worth of streamed
+// changelogs (cfg's Store, checkpoints under ckpts) and checks that each
+// one completed as a changelog, that no stream's file is left, and that
+// the last chain restores (under root) every write.
+func checkStreamedChangelogsCopied(t *testing.T, root string, cfg Config, ckpts string) {
+	t.Helper()
 	defer func(n int) { deltaChunk = n }(deltaChunk)
 	deltaChunk = 256
-	root := t.TempDir()
-	other := otherFilesystem(t, root)
-	s := openCfg(t, Config{Dir: filepath.Join(root, "work")})
+	s := openCfg(t, cfg)
 	want := map[string]string{}
 	var c Chain
 	for n := 1; n <= 4; n++ {
@@ -132,7 +169,7 @@ func TestStreamedChangelogsIntoAnotherFilesystemAreCopied(t *testing.T) {
 			set(t, s, k, v)
 			want[k] = v
 		}
-		c = checkpointT(t, s, other, n)
+		c = checkpointT(t, s, ckpts, n)
 	}
 	if len(c.Changelogs) != 4 || s.streams != 4 {
 		t.Errorf("the last chain has %d changelogs, %d streams ran; want 4 streamed changelogs (on the empty base)", len(c.Changelogs), s.streams)

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
@@ -101,8 +102,9 @@ func (st *stream) send(d *delta) {
 
 // finish writes the rest of d (its last chunk) and the trailer, syncs the
 // file and renames (or copies) it to path, syncing path's directory and
-// that one's parent (as writeChangelog). It returns the changelog's size. On error
-// the temporary file is removed and nothing is at path.
+// that one's parent (as writeChangelog). It returns the changelog's size.
+// On error the temporary file is removed, and path is no changelog the
+// Store hands out (the caller's Pending releases it).
 func (st *stream) finish(d *delta, maxPar int, path string) (int64, error) {
 	trailer := d.trailer() // before the chunk goes: the goroutine recycles it
 	for _, c := range d.chunks {
@@ -123,7 +125,7 @@ func (st *stream) finish(d *delta, maxPar int, path string) (int64, error) {
 	}
 	if err == nil {
 		err = st.fs.Rename(st.temp, path)
-		if err != nil && otherDevice(st.fs, st.temp, path) {
+		if err != nil && crossDevice(err, st.fs, st.temp, path) {
 			err = copyChangelog(st.fs, st.temp, path)
 		}
 	}
@@ -139,9 +141,14 @@ func (st *stream) finish(d *delta, maxPar int, path string) (int64, error) {
 	return int64(len(header(maxPar))) + d.size + int64(len(trailer)), nil
 }
 
-// otherDevice says whether file and path's directory are on different
-// devices (a rename between them cannot work).
-func otherDevice(fs vfs.FS, file, path string) bool {
+// crossDevice says whether the rename of file to path failed because they
+// are on different filesystems: EXDEV, which Linux also gives between two
+// mounts of one filesystem (two container volumes on a node's disk, whose
+// device is the same), or two devices.
+func crossDevice(err error, fs vfs.FS, file, path string) bool {
+	if errors.Is(err, syscall.EXDEV) {
+		return true
+	}
 	a, err := fs.Stat(file)
 	if err != nil {
 		return false

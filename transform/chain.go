@@ -57,6 +57,7 @@ func NewChain(ts ...Transform) *Chain {
 // field, instead of decoding the value again, if only filters (which never
 // change a value) come before it. Call it before the first Apply.
 func (c *Chain) UseKeyField(path string) {
+	c.prefetch = c.prefetch[:0]
 	for i := range c.steps {
 		switch t := c.steps[i].t.(type) {
 		case *Filter:

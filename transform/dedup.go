@@ -210,11 +210,8 @@ func (t *Dedup) KeyMissing() uint64 { return t.keyMissing.Load() }
 func (t *Dedup) Apply(r *record.Record) (bool, error) { return t.solo.apply(t, r) }
 
 func (t *Dedup) applyDoc(r *record.Record, d *document) (bool, error) {
-	var raw []byte
-	found := false
-	if k := r.KeyField; t.useKeyField && k.End > 0 && int(k.End) <= len(r.Value) {
-		raw, found = r.Value[k.Start:k.End], true
-	} else {
+	raw, found := markedKey(r)
+	if !t.useKeyField || !found {
 		var err error
 		if raw, found, err = d.get(t.path); err != nil {
 			return false, err
@@ -249,6 +246,16 @@ func (t *Dedup) applyDoc(r *record.Record, d *document) (bool, error) {
 		return false, fmt.Errorf("%w: dedup set: %w", ErrState, err)
 	}
 	return true, nil
+}
+
+// markedKey returns the bytes of r's KeyField (the key_by field's value,
+// which the runtime marks), if it marks some of r's value.
+func markedKey(r *record.Record) ([]byte, bool) {
+	k := r.KeyField
+	if k.Start < 0 || k.Start >= k.End || int(k.End) > len(r.Value) {
+		return nil, false
+	}
+	return r.Value[k.Start:k.End], true
 }
 
 // write stores the current value's first sighting at now in bucket b: a

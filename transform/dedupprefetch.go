@@ -46,12 +46,10 @@ func (t *Dedup) prefetchWindow(rs []record.Record) {
 	n := 0
 	for i := range rs {
 		r := &rs[i]
-		k := r.KeyField
-		if k.End == 0 || int(k.End) > len(r.Value) || k.Start >= k.End {
-			continue
-		}
-		raw := r.Value[k.Start:k.End]
+		raw, ok := markedKey(r)
 		switch {
+		case !ok:
+			continue
 		case raw[0] == 'n':
 			continue
 		case raw[0] != '"':

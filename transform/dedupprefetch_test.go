@@ -24,9 +24,10 @@ func TestPrefetchChangesNoDecision(t *testing.T) {
 	var times []time.Time
 	at := 0
 	for i := range 20000 {
-		at += rng.IntN(40)
+		at += rng.IntN(5) // 40 s of records, TTL 2 s: buckets fill, grow and expire
+		ts := at
 		if rng.IntN(50) == 0 {
-			at -= rng.IntN(3000) // a lagging partition's record
+			ts -= rng.IntN(3000) // a lagging partition's record
 		}
 		var key string
 		switch n := rng.IntN(4000); {
@@ -48,8 +49,12 @@ func TestPrefetchChangesNoDecision(t *testing.T) {
 			mark = record.Span{}
 		case 1:
 			mark.End = int32(len(v) + 5) // past the value: neither reads it
+		case 2:
+			mark.End = mark.Start // empty, or backwards: both decode instead
+		case 3:
+			mark.Start, mark.End = mark.End, mark.Start
 		}
-		values, marks, times = append(values, v), append(marks, mark), append(times, base.Add(time.Duration(at)*time.Millisecond))
+		values, marks, times = append(values, v), append(marks, mark), append(times, base.Add(time.Duration(ts)*time.Millisecond))
 	}
 	run := func(prefetch bool) ([]bool, *Dedup) {
 		ch, err := Build([]Spec{{KindDedup, DedupConfig{Key: "u", TTL: 2 * time.Second}}}, NewMemKV())
