@@ -201,29 +201,32 @@ func (w *Writer) Buffered() int { return w.buffered }
 // the magic in front for the first. It returns nothing when no row is
 // buffered. An error here is not about a record: the Writer is then
 // unusable, and the file continues (from the last State) with Resume.
-func (w *Writer) FlushRowGroup() ([]byte, error) {
+func (w *Writer) FlushRowGroup() ([]byte, error) { return w.AppendRowGroup(nil) }
+
+// AppendRowGroup is FlushRowGroup appending the bytes to dst (a sink's
+// buffer of the file's bytes), which it grows once if it must; on error
+// dst is returned as it was.
+func (w *Writer) AppendRowGroup(dst []byte) ([]byte, error) {
 	if err := w.usable(); err != nil {
-		return nil, err
+		return dst, err
 	}
 	if w.pending == 0 {
-		return nil, nil
+		return dst, nil
 	}
-	b, err := w.encodeRowGroup()
+	out, err := w.encodeRowGroup(dst)
 	if err != nil {
 		w.err = fmt.Errorf("row group %d: %w", len(w.groups), err)
-		return nil, w.err
+		return dst, w.err
 	}
-	return b, nil
+	return out, nil
 }
 
-func (w *Writer) encodeRowGroup() ([]byte, error) {
+func (w *Writer) encodeRowGroup(dst []byte) ([]byte, error) {
 	if len(w.groups) > math.MaxInt16 {
 		return nil, errors.New("too many row groups in one file")
 	}
-	var out []byte
 	at := w.size
 	if at == 0 {
-		out = append(out, magic...)
 		at = int64(len(magic))
 	}
 	rg := format.RowGroup{
@@ -248,6 +251,10 @@ func (w *Writer) encodeRowGroup() ([]byte, error) {
 		rg.TotalCompressedSize += int64(len(ch.dictPage) + len(ch.pages))
 		at += int64(len(ch.dictPage) + len(ch.pages))
 	}
+	out := slices.Grow(dst, int(at-w.size))
+	if w.size == 0 {
+		out = append(out, magic...)
+	}
 	for i := range w.chunks {
 		ch := &w.chunks[i]
 		out = append(append(out, ch.dictPage...), ch.pages...)
@@ -260,7 +267,7 @@ func (w *Writer) encodeRowGroup() ([]byte, error) {
 	}
 	w.groups = append(w.groups, rg)
 	w.encoded = append(w.encoded, enc)
-	w.size += int64(len(out))
+	w.size += int64(len(out) - len(dst))
 	w.rows += rg.NumRows
 	w.pending, w.buffered = 0, 0
 	return out, nil

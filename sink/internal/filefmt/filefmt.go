@@ -203,11 +203,11 @@ func (p *parquetFile) Append(dst, v []byte) ([]byte, error) {
 func (p *parquetFile) Buffered() int { return p.w.Buffered() }
 
 func (p *parquetFile) Flush(dst []byte) ([]byte, error) {
-	b, err := p.w.FlushRowGroup()
+	dst, err := p.w.AppendRowGroup(dst)
 	if err != nil {
 		return dst, fmt.Errorf("parquet: %w", err)
 	}
-	return append(dst, b...), nil
+	return dst, nil
 }
 
 func (p *parquetFile) Close(dst []byte) ([]byte, error) {
