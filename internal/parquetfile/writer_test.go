@@ -1,6 +1,7 @@
 package parquetfile
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -383,4 +384,51 @@ func TestEmptyStringIsAValueNotANull(t *testing.T) {
 	if _, rows := readGo(t, append(b, footer...), cols); len(rows) != 1 || rows[0][0] != "" || rows[0][1] != "" {
 		t.Fatalf("rows %#v, want one row of empty values", rows)
 	}
+}
+
+// AppendRowGroup appends to a sink's buffer, after what it holds, the bytes
+// FlushRowGroup returns; State counts only the row groups' bytes.
+func TestAppendRowGroupAppendsWhatFlushRowGroupReturns(t *testing.T) {
+	values := [][]byte{[]byte(`{"id":"a","u":"x","h":"y","amount":1.5,"status":"paid","p":"q"}`),
+		[]byte(`{"id":"b","u":"x","h":"z","amount":2,"status":"new","p":"q"}`)}
+	flushed, appended := newWriterT(t), newWriterT(t)
+	dst := make([]byte, 3, 10)
+	copy(dst, "abc")
+	var want []byte
+	for g := range 3 {
+		for _, v := range values {
+			if err := flushed.Append(v); err != nil {
+				t.Fatal(err)
+			}
+			if err := appended.Append(v); err != nil {
+				t.Fatal(err)
+			}
+		}
+		b, err := flushed.FlushRowGroup()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, b...)
+		if dst, err = appended.AppendRowGroup(dst); err != nil {
+			t.Fatal(err)
+		}
+		if string(dst[:3]) != "abc" || !bytes.Equal(dst[3:], want) {
+			t.Fatalf("row group %d: appended %d bytes after %q, want the %d FlushRowGroup returned", g, len(dst)-3, dst[:3], len(want))
+		}
+		if s := appended.State().Size; s != int64(len(want)) {
+			t.Fatalf("row group %d: state size %d, want %d", g, s, len(want))
+		}
+	}
+	if got, err := appended.AppendRowGroup(dst); err != nil || len(got) != len(dst) {
+		t.Fatalf("with no rows buffered: %d bytes, %v; want dst as it was", len(got), err)
+	}
+}
+
+func newWriterT(t *testing.T) *Writer {
+	t.Helper()
+	w, err := NewWriter(ordersSchema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
 }
