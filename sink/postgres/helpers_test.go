@@ -142,10 +142,18 @@ func (e *env) requireNothingLeft() {
 	if n := pgtest.QueryInt(e.t, e.dsn, `SELECT count(*) FROM pg_prepared_xacts`); n != 0 {
 		e.t.Errorf("%d prepared transactions", n)
 	}
-	if n := pgtest.QueryInt(e.t, e.dsn, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND xact_start IS NOT NULL`); n != 0 {
-		e.t.Errorf("%d other sessions with an open transaction", n)
+	// Client sessions only: autovacuum's workers show in pg_stat_activity
+	// with the test database's name, an open transaction and locks while
+	// they analyze a table a test filled. A CI run (2026-12-04) found one
+	// other session with an open transaction at the end of
+	// TestAConnectionKilledMidRunLosesNothing, which 60 runs under load did
+	// not reproduce; the message now says what it was.
+	const others = `FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'`
+	if n := pgtest.QueryInt(e.t, e.dsn, `SELECT count(*) `+others+` AND xact_start IS NOT NULL`); n != 0 {
+		e.t.Errorf("%d other sessions with an open transaction: %s", n, pgtest.QueryString(e.t, e.dsn,
+			`SELECT string_agg(format('pid %s state %s for %s: %s', pid, state, clock_timestamp() - xact_start, left(query, 80)), '; ') `+others+` AND xact_start IS NOT NULL`))
 	}
-	if n := pgtest.QueryInt(e.t, e.dsn, `SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid WHERE a.datname = current_database() AND l.pid <> pg_backend_pid()`); n != 0 {
+	if n := pgtest.QueryInt(e.t, e.dsn, `SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid WHERE a.datname = current_database() AND l.pid <> pg_backend_pid() AND a.backend_type = 'client backend'`); n != 0 {
 		e.t.Errorf("%d locks held by other sessions", n)
 	}
 }

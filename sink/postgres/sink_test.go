@@ -106,7 +106,7 @@ func TestAConnectionKilledMidRunLosesNothing(t *testing.T) {
 	recoverSink(t, s, nil)
 	w := newTestWriter(t, s, 0)
 	write(t, w, 0, 1500)
-	pgtest.Exec(t, e.dsn, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND query ILIKE 'copy%'`)
+	pgtest.Exec(t, e.dsn, `SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND query ILIKE 'copy%'`)
 	write(t, w, 1500, 3000)
 	cs := preCommit(t, w, 1)
 	commit(t, s, cs)
@@ -129,7 +129,7 @@ func TestAConnectionKilledBeforeCommitLosesNothing(t *testing.T) {
 	w := newTestWriter(t, s, 0)
 	write(t, w, 0, 500)
 	cs := preCommit(t, w, 1)
-	pgtest.Exec(t, e.dsn, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND state = 'idle in transaction'`)
+	pgtest.Exec(t, e.dsn, `SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND state = 'idle in transaction'`)
 	commit(t, s, cs)
 	e.requireIDs(0, 500)
 }
