@@ -221,12 +221,9 @@ func (t *Dedup) applyDoc(r *record.Record, d *document) (bool, error) {
 		t.keyMissing.Add(1)
 		return true, nil
 	}
-	switch {
-	case raw[0] != '"':
-		t.val = append(t.val[:0], raw...)
-	case bytes.IndexByte(raw, '\\') < 0:
-		t.val = append(t.val[:0], raw[:len(raw)-1]...)
-	default:
+	if form, ok := hashedForm(raw); ok {
+		t.val = append(t.val[:0], form...)
+	} else {
 		t.val = append(append(t.val[:0], '"'), unquote(raw)...)
 	}
 	t.hash = maphash.Bytes(t.index.seed, t.val)
@@ -246,6 +243,22 @@ func (t *Dedup) applyDoc(r *record.Record, d *document) (bool, error) {
 		return false, fmt.Errorf("%w: dedup set: %w", ErrState, err)
 	}
 	return true, nil
+}
+
+// hashedForm returns the bytes a dedup keeps and hashes for a key field's
+// raw JSON value (not null), when they are a part of raw: a value other
+// than a string whole, a string without escapes from its opening quote to
+// before its closing one (the quote keeps the string "1" apart from the
+// number 1). An escaped string is unquoted first, and direct is false: its
+// form is '"' and the unquoted bytes, which only the caller can build.
+func hashedForm(raw []byte) (form []byte, direct bool) {
+	switch {
+	case raw[0] != '"':
+		return raw, true
+	case bytes.IndexByte(raw, '\\') < 0:
+		return raw[:len(raw)-1], true
+	}
+	return nil, false
 }
 
 // markedKey returns the bytes of r's KeyField (the key_by field's value,

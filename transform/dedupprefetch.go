@@ -1,7 +1,6 @@
 package transform
 
 import (
-	"bytes"
 	"hash/maphash"
 
 	"github.com/connector-dev/connector/record"
@@ -47,18 +46,14 @@ func (t *Dedup) prefetchWindow(rs []record.Record) {
 	for i := range rs {
 		r := &rs[i]
 		raw, ok := markedKey(r)
-		switch {
-		case !ok:
-			continue
-		case raw[0] == 'n':
-			continue
-		case raw[0] != '"':
-		case bytes.IndexByte(raw, '\\') < 0:
-			raw = raw[:len(raw)-1] // as applyDoc: the opening quote, not the closing one
-		default:
-			continue
+		if !ok || raw[0] == 'n' {
+			continue // no key, or null: applyDoc looks nothing up
 		}
-		fps[n] = maphash.Bytes(t.index.seed, raw) >> 32
+		form, direct := hashedForm(raw)
+		if !direct {
+			continue // escaped: left out
+		}
+		fps[n] = maphash.Bytes(t.index.seed, form) >> 32
 		buckets[n] = t.bucket(r.Timestamp.UnixMilli())
 		n++
 	}

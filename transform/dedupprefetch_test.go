@@ -2,6 +2,7 @@ package transform
 
 import (
 	"fmt"
+	"hash/maphash"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -95,5 +96,40 @@ func TestPrefetchChangesNoDecision(t *testing.T) {
 	}
 	if d.prefetched < uint64(len(values)) {
 		t.Errorf("%d slots prefetched for %d records: the prefetch did not run", d.prefetched, len(values))
+	}
+}
+
+// The prefetch loads the slots of what the lookup hashes: for every key
+// form it does not leave out (escaped strings, null), hashing hashedForm
+// of the raw value gives the hash applyDoc looks up. Were the two to
+// differ, the prefetch would load the wrong slots, which no decision shows.
+func TestPrefetchHashesWhatTheLookupHashes(t *testing.T) {
+	ch, err := Build([]Spec{{KindDedup, DedupConfig{Key: "u", TTL: time.Second}}}, NewMemKV())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch.UseKeyField("u")
+	d := ch.steps[0].t.(*Dedup)
+	at := time.Date(2026, 12, 4, 0, 0, 0, 0, time.UTC)
+	direct := 0
+	for _, key := range []string{`"u1"`, `"1"`, `1`, `-1.5e3`, `true`, `false`, `""`, `"é"`, `{"a":[1,"b"]}`, `[1,2]`, `"esc\"aped"`, `"\u0041"`, `null`} {
+		v := `{"i":1,"u":` + key + `}`
+		start := strings.Index(v, `"u":`) + 4
+		r := recAt(v, at)
+		r.KeyField = record.Span{Start: int32(start), End: int32(start + len(key))}
+		if _, err := ch.Apply(r); err != nil {
+			t.Fatalf("%s: %v", key, err)
+		}
+		form, ok := hashedForm([]byte(key))
+		if !ok || key == "null" {
+			continue
+		}
+		direct++
+		if got, want := maphash.Bytes(d.index.seed, form), d.hash; got != want {
+			t.Errorf("%s: the prefetch hashes %q (%x), the lookup %q (%x)", key, form, got, d.val, want)
+		}
+	}
+	if direct != 10 {
+		t.Errorf("%d keys hashed in place, want 10: hashedForm leaves out more or less than escaped strings", direct)
 	}
 }
