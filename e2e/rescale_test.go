@@ -2,6 +2,9 @@ package e2e
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -68,6 +71,18 @@ func TestRescalingAStatefulJobUnderSIGKILLKeepsDedupExact(t *testing.T) {
 	for _, want := range []string{"0 of [0,43)", "1 of [43,86)", "2 of [86,128)", "0 of [0,128)"} {
 		if !workers[want] {
 			t.Errorf("no rescaled restore of worker %s", want)
+		}
+	}
+	// Workers 1 and 2, which parallelism 1 no longer has, left no working
+	// directory (a whole state database each) in state.dir: the first start
+	// at parallelism 1 removed them.
+	entries, err := os.ReadDir(filepath.Join(j.stateDir, "work"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if name := e.Name(); strings.HasPrefix(name, "worker-1") || strings.HasPrefix(name, "worker-2") {
+			t.Errorf("state.dir/work/%s is left from a worker the job no longer has", name)
 		}
 	}
 }

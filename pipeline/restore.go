@@ -139,6 +139,15 @@ func (a *attempt) restoreState(r *restoredJob) error {
 	} else if len(deleted) > 0 {
 		log.Info().Int("files", len(deleted)).Msg("deleted state files no checkpoint references")
 	}
+	workers := 0 // a job without keyed state opens no working directory
+	if r.stateful {
+		workers = cfg.Pipeline.Parallelism
+	}
+	if removed, err := r.store.RemoveWorkDirsFrom(workers); err != nil {
+		log.Warn().Err(err).Msg("cannot remove the working directories of workers the job no longer has; they stay until the next start")
+	} else if len(removed) > 0 {
+		log.Info().Strs("removed", removed).Msg("removed the working directories of workers the job no longer has")
+	}
 	r.stores = make([]*state.Store, cfg.Pipeline.Parallelism)
 	if !r.stateful {
 		return nil

@@ -103,3 +103,41 @@ func crashableStore(t *testing.T) (*vfs.MemFS, *Store, map[string]string) {
 	}
 	return mem, s, want
 }
+
+// A Pending whose Store was closed before its Wait, while the next Store
+// of the same directory opened and streams its own changelog, fails its
+// Wait: it never renames the new Store's stream under way into its
+// changelog (whose stream files had the same names, each Open numbering
+// them from 1, and the Wait reported a checkpoint that did not restore).
+func TestAPendingOfAClosedStoreNeverTakesTheNextStoresStream(t *testing.T) {
+	defer func(n int) { deltaChunk = n }(deltaChunk)
+	deltaChunk = 128
+	mem, s, _ := crashableStore(t)
+	if s.stream == nil {
+		t.Fatal("no stream under way: the test needs the first Store's changelog streamed")
+	}
+	p, err := s.Checkpoint(fullDir("/state", 1), changelogPath("/state", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	next := openCfg(t, Config{Dir: "/state/work/worker-0", FS: mem})
+	for i := range 300 {
+		set(t, next, fmt.Sprintf("n%03d", i), "the next Store's")
+	}
+	if next.stream == nil {
+		t.Fatal("no stream under way in the next Store")
+	}
+	c, err := p.Wait()
+	if err == nil {
+		restored := openCfg(t, Config{Dir: "/state/restored", FS: mem, Restore: whole(c)})
+		t.Fatalf("the closed Store's Wait returned %+v and no error; its chain restores %d keys", c, len(contents(t, restored)))
+	}
+	// The next Store's own checkpoint is whole.
+	restored := openCfg(t, Config{Dir: "/state/restored", FS: mem, Restore: whole(checkpointT(t, next, "/state", 2))})
+	if got := len(contents(t, restored)); got != 300 {
+		t.Errorf("the next Store's checkpoint restores %d keys, want 300", got)
+	}
+}

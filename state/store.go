@@ -60,6 +60,7 @@ type Store struct {
 
 	stream  *stream // the delta's changelog, written as it fills (stream.go)
 	streams int     // streams started: each has a name of its own
+	opened  string  // this Open's part of its streams' names (stream.go)
 }
 
 // Open wipes cfg.Dir, restores cfg.Restore into it, and opens the state
@@ -139,7 +140,7 @@ func open(cfg Config, log zerolog.Logger, wal bool) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open state %s: %w", cfg.Dir, err)
 	}
-	s := &Store{db: db, fs: cfg.FS, dir: cfg.Dir, log: log, wal: wal, shared: shared, stalls: stalls,
+	s := &Store{db: db, fs: cfg.FS, dir: cfg.Dir, log: log, wal: wal, shared: shared, stalls: stalls, opened: openName(),
 		keyGroups: cfg.KeyGroups, maxPar: cfg.MaxParallelism, key: make([]byte, 0, 64), kgErr: errNoKeyGroup,
 		fullAfter: cfg.FullSnapshotAfter, pool: make(chan []byte, poolChunks), release: cfg.Release}
 	s.delta = newDelta(s.pool, s.maxPar)

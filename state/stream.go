@@ -6,9 +6,11 @@ import (
 	"io"
 	iofs "io/fs"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
@@ -60,8 +62,23 @@ type stream struct {
 }
 
 // streamPrefix is the start of the temporary names of the streams of the
-// Store whose working directory is dir.
+// Stores whose working directory is dir.
 func streamPrefix(dir string) string { return filepath.Clean(dir) + ".changelog-" }
+
+// opens counts the Stores opened by the process, for openName.
+var opens atomic.Uint64
+
+// openName is an Open's part of the names of its Store's streams, after
+// streamPrefix: no two Opens of one directory share a name, within a
+// process or across restarts. With names of their own, a Pending of a
+// closed Store that is still in Wait while the next Store of its directory
+// opens (Open removes every stream file of the directory) finds its file
+// gone and fails; with the names that restarted at 1 at each Open, its
+// rename took the new Store's stream under way and called it a complete
+// changelog.
+func openName() string {
+	return strconv.FormatInt(time.Now().UnixNano(), 36) + "." + strconv.FormatUint(opens.Add(1), 36)
+}
 
 // startStream starts a stream into temp, whose first write is the header of
 // a changelog of max parallelism maxPar.
@@ -208,7 +225,7 @@ func (s *Store) feed() {
 	}
 	if s.stream == nil {
 		s.streams++
-		s.stream = startStream(s.fs, fmt.Sprintf("%s%d", streamPrefix(s.dir), s.streams), s.maxPar, s.pool)
+		s.stream = startStream(s.fs, fmt.Sprintf("%s%s-%d", streamPrefix(s.dir), s.opened, s.streams), s.maxPar, s.pool)
 	} else if s.stream.failed.Load() {
 		s.dropFailedStream()
 		return

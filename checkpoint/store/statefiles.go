@@ -20,9 +20,10 @@ import (
 //
 //	work/worker-<i>/                  a worker's live Pebble store (package
 //	                                  state owns it; wiped at every open)
-//	work/worker-<i>.changelog-<n>     a changelog being written before its
-//	                                  barrier (package state's; renamed to
-//	                                  chk-<id>/ at the barrier, removed at open)
+//	work/worker-<i>.changelog-<o>-<n> a changelog being written before its
+//	                                  barrier (package state's, <o> naming
+//	                                  the Store's open; renamed to chk-<id>/
+//	                                  at the barrier, removed at open)
 //	chk-<id>/worker-<i>.changelog     what worker i's state changed before barrier id
 //	full/chk-<id>-worker-<i>/         a full snapshot of worker i's state,
 //	                                  taken at barrier id (synchronously or
@@ -49,6 +50,50 @@ func FullSnapshotPath(id checkpoint.ID, worker int) string {
 
 // WorkDir is worker's live state directory, relative to the state root.
 func WorkDir(worker int) string { return "work/worker-" + strconv.Itoa(worker) }
+
+// RemoveWorkDirsFrom removes, at start and before any task runs, what the
+// workers numbered workers and above left in work/: their live state
+// directories and what a crash left of their changelog streams
+// (work/worker-<i>, work/worker-<i>.<anything>). A job restarted with
+// fewer workers (or without keyed state: workers 0) never opens those
+// again, and a Store's Open wipes only its own; they held a worker's whole
+// state database each, for good. Other names are left alone. It returns
+// what it removed, relative to the state root.
+func (s *Store) RemoveWorkDirsFrom(workers int) ([]string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	names, err := s.fs.List(s.fs.PathJoin(s.stateRoot, "work"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list work: %w", err)
+	}
+	slices.Sort(names)
+	var removed []string
+	for _, name := range names {
+		if i, ok := workerOf(name); !ok || i < workers {
+			continue
+		}
+		if err := s.fs.RemoveAll(s.fs.PathJoin(s.stateRoot, "work", name)); err != nil {
+			return removed, fmt.Errorf("remove work/%s: %w", name, err)
+		}
+		removed = append(removed, "work/"+name)
+	}
+	return removed, nil
+}
+
+// workerOf is the worker number of a name in work/: worker-<i>, or
+// worker-<i>.<anything>.
+func workerOf(name string) (int, bool) {
+	rest, ok := strings.CutPrefix(name, "worker-")
+	if !ok {
+		return 0, false
+	}
+	digits, _, _ := strings.Cut(rest, ".")
+	i, err := strconv.Atoi(digits)
+	return i, err == nil && i >= 0 && digits == strconv.Itoa(i)
+}
 
 // Release takes state files or directories that no task will ever
 // reference (absolute paths, or relative to the state root): the next

@@ -126,3 +126,38 @@ func TestASecondInstanceOnTheSameDirectoriesIsRefusedAtOnce(t *testing.T) {
 		t.Fatalf("Open on the same state root: %v, want ErrLocked naming %s", err, testState)
 	}
 }
+
+// At start, the working directories of workers the job no longer has go,
+// with what their streams left; the others, and names the store never
+// writes, stay.
+func TestRemoveWorkDirsFromRemovesOnlyWorkersAtOrAboveTheCount(t *testing.T) {
+	mem := newMem(t)
+	s, _ := openStore(t, mem, 1)
+	if removed, err := s.RemoveWorkDirsFrom(0); err != nil || len(removed) != 0 {
+		t.Fatalf("without a work directory: removed %v, %v", removed, err)
+	}
+	writeState(t, mem, "work/worker-0/000001.sst", "work/worker-0.changelog-x.1-1",
+		"work/worker-1/000001.sst", "work/worker-1.changelog-x.1-3", "work/worker-2.rescale/MANIFEST",
+		"work/worker-10/000001.sst", "work/worker-01/a", "work/worker-x/a", "work/notes.txt", ChangelogPath(1, 1))
+	removed, err := s.RemoveWorkDirsFrom(1)
+	must(t, err)
+	want := []string{"work/worker-1", "work/worker-1.changelog-x.1-3", "work/worker-10", "work/worker-2.rescale"}
+	if !slices.Equal(removed, want) {
+		t.Errorf("removed %v, want %v", removed, want)
+	}
+	for _, p := range want {
+		if stateExists(mem, p) {
+			t.Errorf("%s is still there", p)
+		}
+	}
+	for _, p := range []string{"work/worker-0/000001.sst", "work/worker-0.changelog-x.1-1", "work/worker-01/a", "work/worker-x/a", "work/notes.txt", ChangelogPath(1, 1)} {
+		if !stateExists(mem, p) {
+			t.Errorf("%s was removed", p)
+		}
+	}
+	removed, err = s.RemoveWorkDirsFrom(0)
+	must(t, err)
+	if !slices.Equal(removed, []string{"work/worker-0", "work/worker-0.changelog-x.1-1"}) {
+		t.Errorf("a job without keyed state removed %v, want worker 0's", removed)
+	}
+}
