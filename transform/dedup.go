@@ -227,7 +227,7 @@ func (t *Dedup) applyDoc(r *record.Record, d *document) (bool, error) {
 		t.val = append(append(t.val[:0], '"'), unquote(raw)...)
 	}
 	t.hash = maphash.Bytes(t.index.seed, t.val)
-	now := r.Timestamp.UnixMilli()
+	now := recordTime(r)
 	if err := t.advance(now); err != nil {
 		return false, fmt.Errorf("%w: dedup expire: %w", ErrState, err)
 	}
@@ -243,6 +243,17 @@ func (t *Dedup) applyDoc(r *record.Record, d *document) (bool, error) {
 		return false, fmt.Errorf("%w: dedup set: %w", ErrState, err)
 	}
 	return true, nil
+}
+
+// timeBound bounds the record times a Dedup works with, in ms: a time
+// within a few TTLs of ±2^63 would wrap the sums and differences that
+// place buckets and windows (a repeat kept, or everything expired). 2^62
+// ms is 146 million years from 1970.
+const timeBound = 1 << 62
+
+// recordTime is r's time in Unix ms, within ±timeBound.
+func recordTime(r *record.Record) int64 {
+	return min(max(r.Timestamp.UnixMilli(), -timeBound), timeBound)
 }
 
 // hashedForm returns the bytes a dedup keeps and hashes for a key field's

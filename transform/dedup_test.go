@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"strings"
 	"testing"
@@ -385,5 +386,27 @@ func TestDedupFindsWindowsAcrossBucketsRestartsAndUpgrades(t *testing.T) {
 	mustApply(t, upgraded, recAt(`{"id":"b"}`, at(0)))
 	if mustApply(t, upgraded, recAt(`{"id":"a"}`, at(20_000))) {
 		t.Error("a repeat within the TTL of an earlier version's entry, newer than the first record after the start, was kept")
+	}
+}
+
+// Record times at the ends of int64 milliseconds (a producer's CreateTime
+// can be anything) still dedup: a repeat a millisecond later is dropped, a
+// new value kept. Near ±2^63 the window's end and the buckets' bounds
+// wrapped, and the repeat was kept.
+func TestDedupAtTheEndsOfTime(t *testing.T) {
+	for _, at := range []int64{math.MaxInt64 - 1000, math.MinInt64 + 10, math.MaxInt64 - 1, math.MinInt64, 1 << 62, -1 << 62} {
+		for _, ttl := range []time.Duration{time.Millisecond, time.Minute} {
+			d := newDedup(t, NewMemKV(), "d", "id", ttl)
+			first, next := time.UnixMilli(at), time.UnixMilli(at+1)
+			if !mustApply(t, d, recAt(`{"id":"x"}`, first)) {
+				t.Errorf("at %d ms, ttl %v: the first x was dropped", at, ttl)
+			}
+			if mustApply(t, d, recAt(`{"id":"x"}`, next)) && ttl > time.Millisecond {
+				t.Errorf("at %d ms, ttl %v: a repeat of x 1 ms later was kept", at, ttl)
+			}
+			if !mustApply(t, d, recAt(`{"id":"y"}`, next)) {
+				t.Errorf("at %d ms, ttl %v: a new value was dropped", at, ttl)
+			}
+		}
 	}
 }

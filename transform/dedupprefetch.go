@@ -54,7 +54,7 @@ func (t *Dedup) prefetchWindow(rs []record.Record) {
 			continue // escaped: left out
 		}
 		fps[n] = maphash.Bytes(t.index.seed, form) >> 32
-		buckets[n] = t.bucket(r.Timestamp.UnixMilli())
+		buckets[n] = t.bucket(recordTime(r))
 		n++
 	}
 	var sets [3]*bucketIndex
