@@ -140,6 +140,10 @@ func (c *DedupConfig) problems() []error {
 //	       the value as in a by-value key;
 //	       by value: 0x01 (format), first seen
 //
+// A bucket's number is its time over the ttl it was written with: the
+// entries of another width (the ttl changed between two runs) are kept
+// and found apart (dedupwidth.go).
+//
 // Earlier versions kept one entry per value, without bucket ("transform/
 // dedup/" Name "/" then the value), never removed. A Dedup that finds some
 // at its first record reads them too, until the newest record time seen is
@@ -163,12 +167,15 @@ type Dedup struct {
 	records    uint64 // records that had a value, for expireStale
 	legacy     bool   // unbucketed entries of earlier versions are read, until
 	legacyEnd  int64  // maxSeen reaches this
-	index      index
-	hash       uint64   // the current value's
-	ent        []byte   // scratch: a numbered entry's value
-	cands      []uint32 // scratch: entry numbers to read
-	probe      uint64   // lookup's and prefetch's early loads end here (unused)
-	prefetched uint64   // slots prefetch loaded (tests)
+	index      index  // the buckets of the current generation (dedupwidth.go)
+	gen        keySpan
+	old        []*oldGeneration // of other widths (an earlier ttl), until they expire
+	marked     *[1 << 10]uint64 // key groups whose width marker this Dedup wrote
+	hash       uint64           // the current value's
+	ent        []byte           // scratch: a numbered entry's value
+	cands      []uint32         // scratch: entry numbers to read
+	probe      uint64           // lookup's and prefetch's early loads end here (unused)
+	prefetched uint64           // slots prefetch loaded (tests)
 }
 
 var _ Transform = (*Dedup)(nil)
@@ -192,7 +199,8 @@ func NewDedup(cfg DedupConfig, kv KV) (*Dedup, error) {
 	}
 	path := strings.Split(cfg.Key, ".")
 	ns := []byte("transform/dedup/" + cfg.Name + "/")
-	return &Dedup{path: path, ttl: cfg.TTL.Milliseconds(), kv: kv, ns: ns, index: index{seed: maphash.MakeSeed(), ttl: cfg.TTL.Milliseconds()}}, nil
+	ttl := cfg.TTL.Milliseconds()
+	return &Dedup{path: path, ttl: ttl, kv: kv, ns: ns, index: index{seed: maphash.MakeSeed(), ttl: ttl}, gen: plainSpan(ns)}, nil
 }
 
 func badNameRune(r rune) bool {
@@ -239,7 +247,7 @@ func (t *Dedup) applyDoc(r *record.Record, d *document) (bool, error) {
 		return false, nil
 	}
 	b := t.bucket(now)
-	if err := t.write(b, now); err != nil {
+	if err := t.write(b, now, r.KeyGroup); err != nil {
 		return false, fmt.Errorf("%w: dedup set: %w", ErrState, err)
 	}
 	return true, nil
@@ -284,44 +292,48 @@ func markedKey(r *record.Record) ([]byte, bool) {
 
 // write stores the current value's first sighting at now in bucket b: a
 // numbered entry while the bucket's index has room, else a by-value one.
-func (t *Dedup) write(b, now int64) error {
+func (t *Dedup) write(b, now int64, kg uint16) error {
+	if err := t.markWidth(kg); err != nil {
+		return err
+	}
 	s := t.index.open(b)
 	s.touched = t.records
 	if n, numbered := s.add(t.hash, now); numbered {
 		t.ent = append(binary.BigEndian.AppendUint64(append(t.ent[:0], numberFormat), uint64(now)), t.val...)
-		return t.kv.Set(t.numberKey(b, n), t.ent)
+		return t.kv.Set(t.numberKey(&t.gen, b, n), t.ent)
 	}
 	var v [9]byte
 	v[0] = dedupFormat
 	binary.BigEndian.PutUint64(v[1:], uint64(now))
-	return t.kv.Set(t.bucketKey(b), v[:])
+	return t.kv.Set(t.bucketKey(&t.gen, b), v[:])
 }
 
 // bucket is the time bucket of record time ms.
-func (t *Dedup) bucket(ms int64) int64 {
-	b := ms / t.ttl
-	if ms < 0 && ms%t.ttl != 0 {
+func (t *Dedup) bucket(ms int64) int64 { return bucketOf(ms, t.ttl) }
+
+// bucketOf is the bucket of width ms that time ms is in.
+func bucketOf(ms, width int64) int64 {
+	b := ms / width
+	if ms < 0 && ms%width != 0 {
 		b--
 	}
 	return b
 }
 
-// bucketPrefix appends the namespace and bucket b to dst.
-func (t *Dedup) bucketPrefix(dst []byte, b int64) []byte {
-	dst = append(append(dst, t.ns...), bucketTag)
-	return binary.BigEndian.AppendUint64(dst, uint64(b)^1<<63)
-}
+// bucketPrefix appends the current generation's key head and bucket b to
+// dst.
+func (t *Dedup) bucketPrefix(dst []byte, b int64) []byte { return t.gen.bucketPrefix(dst, b) }
 
 // bucketKey is the key of the current value's by-value entry in bucket
-// b, in t.key.
-func (t *Dedup) bucketKey(b int64) []byte {
-	t.key = append(t.bucketPrefix(t.key[:0], b), t.val...)
+// b of the generation whose keys begin with g, in t.key.
+func (t *Dedup) bucketKey(g *keySpan, b int64) []byte {
+	t.key = append(g.bucketPrefix(t.key[:0], b), t.val...)
 	return t.key
 }
 
-// numberKey is the key of entry n of bucket b, in t.key.
-func (t *Dedup) numberKey(b int64, n uint32) []byte {
-	t.key = binary.BigEndian.AppendUint32(append(t.bucketPrefix(t.key[:0], b), numberTag), n)
+// numberKey is the key of entry n of bucket b of g, in t.key.
+func (t *Dedup) numberKey(g *keySpan, b int64, n uint32) []byte {
+	t.key = binary.BigEndian.AppendUint32(append(g.bucketPrefix(t.key[:0], b), numberTag), n)
 	return t.key
 }
 
@@ -352,30 +364,19 @@ buckets:
 		}
 		s.touched = t.records
 		var expired bool
-		t.cands, expired = s.numbered(t.hash, now-t.ttl, t.cands[:0])
-		for _, n := range t.cands {
-			f, ok, err := t.get(t.numberKey(c, n), true)
-			if err != nil {
-				return 0, false, err
-			}
-			if ok && (!seen || f > first) {
-				first, seen = f, true
-			}
-		}
-		if s.mayHoldByValue(t.hash) {
-			f, ok, err := t.get(t.bucketKey(c), false)
-			if err != nil {
-				return 0, false, err
-			}
-			if ok && (!seen || f > first) {
-				first, seen = f, true
-			}
+		if first, seen, expired, err = t.latestIn(&t.gen, c, s, now-t.ttl, first, seen); err != nil {
+			return 0, false, err
 		}
 		switch {
 		case seen:
-			return first, true, nil
+			return t.lookupOld(now, first, true)
 		case expired: // and so is every entry of older buckets
 			break buckets
+		}
+	}
+	if len(t.old) > 0 {
+		if first, seen, err = t.lookupOld(now, 0, false); seen || err != nil {
+			return first, seen, err
 		}
 	}
 	if t.legacy {
@@ -383,6 +384,33 @@ buckets:
 		return t.get(t.key, false)
 	}
 	return 0, false, nil
+}
+
+// latestIn returns the latest first sighting of the current value among
+// first (if seen) and the entries of bucket c (its index s) of the
+// generation whose keys g places that may be after cutoff; expired is
+// bucketIndex.numbered's.
+func (t *Dedup) latestIn(g *keySpan, c int64, s *bucketIndex, cutoff, first int64, seen bool) (_ int64, _, expired bool, _ error) {
+	t.cands, expired = s.numbered(t.hash, cutoff, t.cands[:0])
+	for _, n := range t.cands {
+		f, ok, err := t.get(t.numberKey(g, c, n), true)
+		if err != nil {
+			return 0, false, false, err
+		}
+		if ok && (!seen || f > first) {
+			first, seen = f, true
+		}
+	}
+	if s.mayHoldByValue(t.hash) {
+		f, ok, err := t.get(t.bucketKey(g, c), false)
+		if err != nil {
+			return 0, false, false, err
+		}
+		if ok && (!seen || f > first) {
+			first, seen = f, true
+		}
+	}
+	return first, seen, expired, nil
 }
 
 // get reads the first sighting of the entry under key k: a numbered one
@@ -427,6 +455,9 @@ func (t *Dedup) advance(now int64) error {
 			return err
 		}
 	}
+	if err := t.expireOld(); err != nil {
+		return err
+	}
 	if t.legacy && t.maxSeen >= t.legacyEnd {
 		lo, hi := t.legacySpan()
 		if err := t.kv.Expire(lo, hi); err != nil {
@@ -444,7 +475,7 @@ func (t *Dedup) advance(now int64) error {
 // bench/state-growth's state grow (partly covered files were never
 // compacted).
 func (t *Dedup) expireBelow(b int64) error {
-	if err := t.kv.Expire(t.bucketPrefix(nil, math.MinInt64), t.bucketPrefix(nil, b)); err != nil {
+	if err := t.kv.Expire(t.gen.lo, t.bucketPrefix(nil, b)); err != nil {
 		return err
 	}
 	t.index.expire(b)
@@ -482,30 +513,79 @@ func (t *Dedup) expireStale() error {
 // are read until two TTLs after the newest of them; with none, never.
 func (t *Dedup) load(now int64) error {
 	t.index.reset()
+	t.old = nil
 	t.maxSeen, t.expiredTo = now, math.MinInt64
-	lo := t.bucketPrefix(nil, math.MinInt64)
+	width, err := t.loadWidth()
+	if err != nil {
+		return err
+	}
+	plain := plainSpan(t.ns)
+	t.gen = plain
+	if width != t.ttl {
+		t.gen = widthSpan(t.ns, t.ttl)
+	}
+	byWidth := map[int64]*index{} // the generations of the keys that say their width
+	genOf := func(span keySpan, w int64) *index {
+		if span.width == t.gen.width {
+			return &t.index
+		}
+		g := &oldGeneration{span: span, index: index{seed: t.index.seed, ttl: w}, newest: math.MinInt64}
+		g.reset()
+		t.old = append(t.old, g)
+		return &g.index
+	}
+	var plainGen *index
+	newestOf := map[*index]int64{} // of each earlier generation
+	lo := append(slices.Clone(t.ns), bucketTag, widthTag)
 	hi := append(slices.Clone(t.ns), bucketTag+1)
-	head := len(lo) // namespace, tag, bucket: a number or the value follows
-	err := t.kv.Scan(lo, hi, func(key, v []byte) error {
-		bad := len(key) <= head || len(v) < 9
-		numbered := !bad && key[head] == numberTag
+	err = t.kv.Scan(lo, hi, func(key, v []byte) error {
+		var x *index
+		var head int // where the bucket begins
+		if len(key) > len(t.ns)+1 && key[len(t.ns)+1] == widthTag {
+			head = len(t.ns) + 10
+			if len(key) < head {
+				return fmt.Errorf("dedup entry %q: unknown format (%d bytes of key)", key, len(key))
+			}
+			w := int64(binary.BigEndian.Uint64(key[len(t.ns)+2:]))
+			if x = byWidth[w]; x == nil {
+				if w < 1 {
+					return fmt.Errorf("dedup entry %q: bucket width %d", key, w)
+				}
+				x = genOf(widthSpan(t.ns, w), w)
+				byWidth[w] = x
+			}
+		} else {
+			head = len(plain.head)
+			if plainGen == nil {
+				plainGen = genOf(plain, width)
+			}
+			x = plainGen
+		}
+		bucket := head + 8 // a number or the value follows
+		bad := len(key) <= bucket || len(v) < 9
+		numbered := !bad && key[bucket] == numberTag
 		switch {
 		case numbered:
-			bad = len(key) != head+5 || v[0] != numberFormat || binary.BigEndian.Uint32(key[head+1:]) >= 1<<31
+			bad = len(key) != bucket+5 || v[0] != numberFormat || binary.BigEndian.Uint32(key[bucket+1:]) >= 1<<31
 		case !bad:
 			bad = len(v) != 9 || v[0] != dedupFormat
 		}
 		if bad {
 			return fmt.Errorf("dedup entry %q: unknown format (%d bytes of key, %d of value)", key, len(key), len(v))
 		}
-		s := t.index.open(int64(binary.BigEndian.Uint64(key[len(t.ns)+1:]) ^ 1<<63))
+		s := x.open(int64(binary.BigEndian.Uint64(key[head:]) ^ 1<<63))
 		first := int64(binary.BigEndian.Uint64(v[1:]))
 		if numbered {
-			s.put(maphash.Bytes(t.index.seed, v[9:])>>32, binary.BigEndian.Uint32(key[head+1:]), first)
+			s.put(maphash.Bytes(t.index.seed, v[9:])>>32, binary.BigEndian.Uint32(key[bucket+1:]), first)
 		} else {
-			s.loaded = append(s.loaded, uint32(maphash.Bytes(t.index.seed, key[head:])>>32))
+			s.loaded = append(s.loaded, uint32(maphash.Bytes(t.index.seed, key[bucket:])>>32))
 		}
 		t.maxSeen = max(t.maxSeen, first)
+		if x != &t.index {
+			if f, ok := newestOf[x]; !ok || first > f {
+				newestOf[x] = first
+			}
+		}
 		return nil
 	})
 	if err != nil {
@@ -513,6 +593,12 @@ func (t *Dedup) load(now int64) error {
 	}
 	for _, s := range t.index.sets {
 		s.seal()
+	}
+	for _, g := range t.old {
+		for _, s := range g.sets {
+			s.seal()
+		}
+		g.newest = newestOf[&g.index]
 	}
 	legacy, newest := false, int64(math.MinInt64)
 	lo, hi = t.legacySpan()
