@@ -104,7 +104,8 @@ func (c *DedupConfig) problems() []error {
 // new bucket B, every bucket below B-2 is removed at once (KV.Expire: in
 // package state, the tables wholly inside leave the database unread, see
 // state/expire.go), which frees their space: the state holds at
-// most three TTLs of first sightings, whether values repeat or not, and a
+// most three TTLs of first sightings (after a change of ttl, also the
+// earlier ttl's, for two new TTLs), whether values repeat or not, and a
 // record up to a TTL older than the newest seen (skew between partitions)
 // finds every window that began within a TTL before it. A record more than
 // a TTL older than the newest may miss a window whose bucket is gone, and
@@ -131,7 +132,8 @@ func (c *DedupConfig) problems() []error {
 // entries are keyed by value instead; a Bloom filter of their hashes keeps
 // most lookups of new values from reading them.
 //
-//	key:   "transform/dedup/" Name "/" 0x00, bucket (int64 big-endian, sign
+//	key:   "transform/dedup/" Name "/" 0x00 0x01, the bucket width (the
+//	       ttl, int64 big-endian ms), bucket (int64 big-endian, sign
 //	       bit flipped: buckets sort in time order), then
 //	       numbered: 0x01 and the entry's number (uint32 big-endian);
 //	       by value: for a string, '"' and its decoded content; for
@@ -140,9 +142,11 @@ func (c *DedupConfig) problems() []error {
 //	       the value as in a by-value key;
 //	       by value: 0x01 (format), first seen
 //
-// A bucket's number is its time over the ttl it was written with: the
-// entries of another width (the ttl changed between two runs) are kept
-// and found apart (dedupwidth.go).
+// A bucket's number is its time over the ttl it was written with, so the
+// key names the width: the entries of another width (the ttl changed
+// between two runs) are read apart, and those of the version before the
+// width was in the key (without 0x01 and the width) as of the current ttl
+// (dedupwidth.go).
 //
 // Earlier versions kept one entry per value, without bucket ("transform/
 // dedup/" Name "/" then the value), never removed. A Dedup that finds some
@@ -170,7 +174,6 @@ type Dedup struct {
 	index      index  // the buckets of the current generation (dedupwidth.go)
 	gen        keySpan
 	old        []*oldGeneration // of other widths (an earlier ttl), until they expire
-	marked     *[1 << 10]uint64 // key groups whose width marker this Dedup wrote
 	hash       uint64           // the current value's
 	ent        []byte           // scratch: a numbered entry's value
 	cands      []uint32         // scratch: entry numbers to read
@@ -200,7 +203,7 @@ func NewDedup(cfg DedupConfig, kv KV) (*Dedup, error) {
 	path := strings.Split(cfg.Key, ".")
 	ns := []byte("transform/dedup/" + cfg.Name + "/")
 	ttl := cfg.TTL.Milliseconds()
-	return &Dedup{path: path, ttl: ttl, kv: kv, ns: ns, index: index{seed: maphash.MakeSeed(), ttl: ttl}, gen: plainSpan(ns)}, nil
+	return &Dedup{path: path, ttl: ttl, kv: kv, ns: ns, index: index{seed: maphash.MakeSeed(), ttl: ttl}, gen: widthSpan(ns, ttl)}, nil
 }
 
 func badNameRune(r rune) bool {
@@ -247,7 +250,7 @@ func (t *Dedup) applyDoc(r *record.Record, d *document) (bool, error) {
 		return false, nil
 	}
 	b := t.bucket(now)
-	if err := t.write(b, now, r.KeyGroup); err != nil {
+	if err := t.write(b, now); err != nil {
 		return false, fmt.Errorf("%w: dedup set: %w", ErrState, err)
 	}
 	return true, nil
@@ -292,10 +295,7 @@ func markedKey(r *record.Record) ([]byte, bool) {
 
 // write stores the current value's first sighting at now in bucket b: a
 // numbered entry while the bucket's index has room, else a by-value one.
-func (t *Dedup) write(b, now int64, kg uint16) error {
-	if err := t.markWidth(kg); err != nil {
-		return err
-	}
+func (t *Dedup) write(b, now int64) error {
 	s := t.index.open(b)
 	s.touched = t.records
 	if n, numbered := s.add(t.hash, now); numbered {
@@ -434,7 +434,8 @@ func (t *Dedup) get(k []byte, numbered bool) (first int64, ok bool, err error) {
 // advance moves the newest record time seen to now if later, after
 // loading what the KV holds at the first record, and expires what no lookup
 // of a record at most a TTL older than the newest reads any more: the
-// buckets below the second before the newest's, and the unbucketed entries
+// buckets below the second before the newest's, the buckets of an earlier
+// ttl two TTLs after their end (dedupwidth.go), and the unbucketed entries
 // of earlier versions two TTLs after the newest of them.
 func (t *Dedup) advance(now int64) error {
 	if !t.started {
@@ -444,18 +445,19 @@ func (t *Dedup) advance(now int64) error {
 		t.started = true
 	}
 	t.maxSeen = max(t.maxSeen, now)
+	prune := false
 	if keep := t.bucket(t.maxSeen) - 2; keep > t.expiredTo {
 		if err := t.expireBelow(keep); err != nil {
 			return err
 		}
-		t.expiredTo = keep
+		t.expiredTo, prune = keep, true
 	}
 	if t.records++; t.records%staleEvery == 0 {
 		if err := t.expireStale(); err != nil {
 			return err
 		}
 	}
-	if err := t.expireOld(); err != nil {
+	if err := t.expireOld(prune); err != nil {
 		return err
 	}
 	if t.legacy && t.maxSeen >= t.legacyEnd {
@@ -515,20 +517,9 @@ func (t *Dedup) load(now int64) error {
 	t.index.reset()
 	t.old = nil
 	t.maxSeen, t.expiredTo = now, math.MinInt64
-	width, err := t.loadWidth()
-	if err != nil {
-		return err
-	}
 	plain := plainSpan(t.ns)
-	t.gen = plain
-	if width != t.ttl {
-		t.gen = widthSpan(t.ns, t.ttl)
-	}
-	byWidth := map[int64]*index{} // the generations of the keys that say their width
+	byWidth := map[int64]*index{t.ttl: &t.index} // the generations of the keys that say their width
 	genOf := func(span keySpan, w int64) *index {
-		if span.width == t.gen.width {
-			return &t.index
-		}
 		g := &oldGeneration{span: span, index: index{seed: t.index.seed, ttl: w}, newest: math.MinInt64}
 		g.reset()
 		t.old = append(t.old, g)
@@ -538,7 +529,7 @@ func (t *Dedup) load(now int64) error {
 	newestOf := map[*index]int64{} // of each earlier generation
 	lo := append(slices.Clone(t.ns), bucketTag, widthTag)
 	hi := append(slices.Clone(t.ns), bucketTag+1)
-	err = t.kv.Scan(lo, hi, func(key, v []byte) error {
+	err := t.kv.Scan(lo, hi, func(key, v []byte) error {
 		var x *index
 		var head int // where the bucket begins
 		if len(key) > len(t.ns)+1 && key[len(t.ns)+1] == widthTag {
@@ -557,7 +548,7 @@ func (t *Dedup) load(now int64) error {
 		} else {
 			head = len(plain.head)
 			if plainGen == nil {
-				plainGen = genOf(plain, width)
+				plainGen = genOf(plain, t.ttl) // an earlier version's: written with this ttl, we assume
 			}
 			x = plainGen
 		}

@@ -86,8 +86,8 @@ func TestDedupWritesABucketsEntriesInKeyOrder(t *testing.T) {
 	for i := range 5000 {
 		mustApply(t, d, recAt(fmt.Sprintf(`{"id":%d}`, (i*7919)%100_003), t0.Add(time.Duration(i)*time.Millisecond)))
 	}
-	if len(kv.sets) != 5001 || !bytes.HasSuffix(kv.sets[0], markerName) {
-		t.Fatalf("%d writes for 5,000 new values, the first %q: want the width marker, then one each", len(kv.sets), kv.sets[0])
+	if len(kv.sets) != 5000 {
+		t.Fatalf("%d writes for 5,000 new values", len(kv.sets))
 	}
 	for i := 1; i < len(kv.sets); i++ {
 		if bytes.Compare(kv.sets[i-1], kv.sets[i]) >= 0 {
@@ -108,7 +108,8 @@ func TestDedupReadsTheByValueEntriesOfThePreviousVersion(t *testing.T) {
 		var v [9]byte
 		v[0] = dedupFormat
 		binary.BigEndian.PutUint64(v[1:], uint64(first.UnixMilli()))
-		if err := kv.MemKV.Set(append(d.bucketPrefix(nil, b), value...), v[:]); err != nil {
+		prev := plainSpan(d.ns) // that version's keys: no width
+		if err := kv.MemKV.Set(append(prev.bucketPrefix(nil, b), value...), v[:]); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -120,8 +121,8 @@ func TestDedupReadsTheByValueEntriesOfThePreviousVersion(t *testing.T) {
 	if !mustApply(t, d, recAt(`{"id":7}`, t0.Add(31*time.Second))) {
 		t.Error("a value past the TTL of its previous version's entry was dropped")
 	}
-	if len(kv.sets) != 2 || !bytes.HasSuffix(kv.sets[0], markerName) || !bytes.Contains(kv.sets[1], []byte{numberTag, 0, 0, 0, 0}) {
-		t.Errorf("the new window was written as %q, want the width marker and numbered entry 0", kv.sets)
+	if len(kv.sets) != 1 || !bytes.Contains(kv.sets[0], []byte{numberTag, 0, 0, 0, 0}) {
+		t.Errorf("the new window was written as %q, want numbered entry 0", kv.sets)
 	}
 	if mustApply(t, d, recAt(`{"id":7}`, t0.Add(32*time.Second))) || mustApply(t, d, recAt(`{"id":"a"}`, t0.Add(59*time.Second))) {
 		t.Error("a repeat was kept")
@@ -189,8 +190,8 @@ func TestDedupAfterAMergeOfTwoWorkersStateFindsEveryValueInItsKeyGroup(t *testin
 	if !mustApply(t, d, recAt(`{"id":"new"}`, t0.Add(time.Second))) {
 		t.Error("a new value was dropped")
 	}
-	if merged.m[1].Len() != 103 || merged.m[2].Len() != 101 {
-		t.Errorf("key groups hold %d and %d entries, want 103 and 101 (a width marker each, no entry overwritten)", merged.m[1].Len(), merged.m[2].Len())
+	if merged.m[1].Len() != 102 || merged.m[2].Len() != 100 {
+		t.Errorf("key groups hold %d and %d entries, want 102 and 100 (no entry overwritten)", merged.m[1].Len(), merged.m[2].Len())
 	}
 	if mustApply(t, d, recAt(`{"id":"a42"}`, t0.Add(2*time.Second))) || mustApply(t, d, recAt(`{"id":"new"}`, t0.Add(2*time.Second))) {
 		t.Error("a repeat was kept after new entries were numbered")

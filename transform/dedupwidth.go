@@ -1,9 +1,7 @@
 package transform
 
 import (
-	"bytes"
 	"encoding/binary"
-	"fmt"
 	"slices"
 )
 
@@ -12,34 +10,30 @@ import (
 // changed between two runs) are in buckets whose numbers mean other times.
 // Read as the current width's, they were missed (repeats kept), or
 // expired at once, or never (their numbers above any the new width
-// reaches: their entries and tables stayed for good). So a width that is
-// not the one the state began with goes into the keys, and each width's
-// entries are a generation of their own:
+// reaches: their entries and tables stayed for good). So the keys name
+// their buckets' width, and each width's entries are a generation of their
+// own:
 //
-//   - The plain layout (dedup.go's key layout) is the width the state began
-//     with, which a marker in each key group it wrote records (a restore or
-//     a rescale may bring any subset of the key groups):
-//     "transform/dedup/" Name "/" 0x00 0x00 "width" -> width (int64
-//     big-endian ms). A state of an earlier version, without marker, is
-//     taken as of the current width.
-//   - Any other width's entries are under "transform/dedup/" Name "/" 0x00
-//     0x01 width (int64 big-endian ms), then the bucket and the rest as in
-//     the plain layout. (The plain layout's buckets begin with 0x40 to 0xC0:
-//     record times are within ±2^62 ms.)
+//	"transform/dedup/" Name "/" 0x00 0x01, the width (int64 big-endian
+//	ms), then the bucket and the rest as dedup.go's key layout says.
+//
+// Earlier versions wrote that layout without the width ("transform/
+// dedup/" Name "/" 0x00 and the bucket; its buckets begin with 0x40 to
+// 0xC0, record times being within ±2^62 ms): a generation taken as of the
+// current ttl, which the state does not record.
 //
 // The current ttl's generation takes the writes and is looked up and
-// expired as dedup.go says. The others are read-only: a lookup reads each
-// of their buckets that may hold a first sighting within the current TTL,
-// and a generation goes whole once the newest record time seen is two
-// current TTLs past the newest first sighting it holds (as the entries of
-// earlier versions without buckets).
+// expired as dedup.go says. The others are read-only: a lookup reads their
+// buckets that may hold a first sighting within the current TTL, and a
+// bucket of theirs goes once the newest record time seen is two current
+// TTLs past its end (no record a TTL older than the newest can find it
+// within its TTL), and the generation with its last bucket. Several
+// workers' state merged by a rescale needs nothing more: every key says
+// its width.
 const (
-	markerTag = 0x00 // after the namespace and bucketTag: the plain layout's width
-	widthTag  = 0x01 // after the namespace and bucketTag: a width, then a bucket
-	plainLo   = 0x02 // the plain layout's buckets begin at or above it
+	widthTag = 0x01 // after the namespace and bucketTag: a width, then a bucket
+	plainLo  = 0x02 // an earlier version's buckets begin at or above it
 )
-
-var markerName = []byte("width")
 
 // keySpan is where one width's entries are: head, then the bucket (int64
 // big-endian, sign bit flipped), then a number or a value; lo and hi
@@ -75,93 +69,61 @@ type oldGeneration struct {
 	newest int64 // the newest first sighting it holds
 }
 
-// markerKey is the key of the plain layout's width marker.
-func (t *Dedup) markerKey() []byte {
-	return append(append(slices.Clone(t.ns), bucketTag, markerTag), markerName...)
-}
-
-// loadWidth reads the width the plain layout's entries were written with:
-// the current ttl if no key group has a marker (a new state, or one of an
-// earlier version).
-func (t *Dedup) loadWidth() (int64, error) {
-	width := int64(0)
-	key := t.markerKey()
-	lo := append(slices.Clone(t.ns), bucketTag, markerTag)
-	hi := append(slices.Clone(t.ns), bucketTag, widthTag)
-	err := t.kv.Scan(lo, hi, func(k, v []byte) error {
-		if !bytes.Equal(k, key) || len(v) != 8 {
-			return fmt.Errorf("dedup entry %q: unknown format (%d bytes)", k, len(v))
-		}
-		switch w := int64(binary.BigEndian.Uint64(v)); {
-		case w < 1:
-			return fmt.Errorf("dedup entry %q: bucket width %d", k, w)
-		case width != 0 && w != width:
-			return fmt.Errorf("dedup entries of two plain bucket widths, %d and %d ms: the state holds two jobs' dedups of one name", width, w)
-		default:
-			width = w
-		}
-		return nil
-	})
-	if width == 0 {
-		width = t.ttl
-	}
-	return width, err
-}
-
-// markWidth writes the plain layout's width marker into key group kg, once
-// a Dedup, when the plain layout takes the writes.
-func (t *Dedup) markWidth(kg uint16) error {
-	if t.gen.width != 0 {
-		return nil // the keys say their width
-	}
-	if t.marked == nil {
-		t.marked = new([1 << 10]uint64)
-	}
-	w, bit := kg>>6, uint64(1)<<(kg&63)
-	if t.marked[w]&bit != 0 {
-		return nil
-	}
-	var v [8]byte
-	binary.BigEndian.PutUint64(v[:], uint64(t.ttl))
-	if err := t.kv.Set(t.markerKey(), v[:]); err != nil {
-		return err
-	}
-	t.marked[w] |= bit
-	return nil
-}
-
 // lookupOld returns the latest first sighting of the current value among
 // first (if seen) and the earlier generations' entries that may be within
 // the current TTL at record time now.
 func (t *Dedup) lookupOld(now, first int64, seen bool) (int64, bool, error) {
 	cutoff := now - t.ttl
 	for _, g := range t.old {
-		for c, s := range g.sets {
-			if (c+1)*g.ttl-1 <= cutoff {
-				continue // every entry of it was first seen at cutoff or before
+		// The buckets that may hold a first sighting after cutoff: a
+		// range, or the buckets the generation still has if fewer.
+		lo, hi := bucketOf(cutoff+1, g.ttl), bucketOf(g.newest, g.ttl)
+		var err error
+		if hi-lo < int64(len(g.sets)) {
+			for c := hi; c >= lo && err == nil; c-- {
+				if s := g.sets[c]; s != nil {
+					first, seen, _, err = t.latestIn(&g.span, c, s, cutoff, first, seen)
+				}
 			}
-			var err error
-			if first, seen, _, err = t.latestIn(&g.span, c, s, cutoff, first, seen); err != nil {
-				return 0, false, err
+		} else {
+			for c, s := range g.sets {
+				if c >= lo && c <= hi && err == nil {
+					first, seen, _, err = t.latestIn(&g.span, c, s, cutoff, first, seen)
+				}
 			}
+		}
+		if err != nil {
+			return 0, false, err
 		}
 	}
 	return first, seen, nil
 }
 
-// expireOld removes each earlier generation whose entries no record a TTL
-// older than the newest seen can find within its TTL any more.
-func (t *Dedup) expireOld() error {
+// expireOld removes the buckets of the earlier generations that no record
+// a TTL older than the newest seen can find within its TTL any more: each
+// generation whole once past its newest entry, each bucket past its end
+// when prune is set (the newest record time entered another bucket).
+func (t *Dedup) expireOld(prune bool) error {
+	limit := t.maxSeen - 2*t.ttl
 	for i := 0; i < len(t.old); {
 		g := t.old[i]
-		if t.maxSeen-2*t.ttl < g.newest {
-			i++
+		if g.newest <= limit {
+			if err := t.kv.Expire(g.span.lo, g.span.hi); err != nil {
+				return err
+			}
+			t.old = slices.Delete(t.old, i, i+1)
 			continue
 		}
-		if err := t.kv.Expire(g.span.lo, g.span.hi); err != nil {
-			return err
+		for c := range g.sets {
+			if !prune || (c+1)*g.ttl-1 > limit {
+				continue
+			}
+			if err := t.kv.Expire(g.span.bucketPrefix(nil, c), g.span.bucketPrefix(nil, c+1)); err != nil {
+				return err
+			}
+			delete(g.sets, c)
 		}
-		t.old = slices.Delete(t.old, i, i+1)
+		i++
 	}
 	return nil
 }

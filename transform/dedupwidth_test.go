@@ -1,6 +1,7 @@
 package transform
 
 import (
+	"encoding/binary"
 	"fmt"
 	"testing"
 	"time"
@@ -54,7 +55,7 @@ func TestDedupDropsTheEntriesOfAnEarlierTTL(t *testing.T) {
 	for i := range 100 {
 		mustApply(t, before, recAt(fmt.Sprintf(`{"id":%d}`, i), t0.Add(time.Duration(i)*time.Second)))
 	}
-	span := plainSpan(before.ns)
+	span := widthSpan(before.ns, before.ttl)
 	plain := func() int { return kv.countSpan(span.lo, span.hi) }
 	if n := plain(); n != 100 {
 		t.Fatalf("%d entries in the plain layout, want 100", n)
@@ -105,4 +106,87 @@ func (kv *MemKV) countSpan(lo, hi []byte) int {
 		}
 	}
 	return n
+}
+
+// Two workers that changed ttl at different points of their state (one had
+// written under the old ttl, the other nothing yet), merged by a rescale:
+// the merged state starts and finds every value. (With the old width
+// recorded per key group beside keys without it, the two recorded widths
+// disagreed and the job could not start again.)
+func TestDedupMergesWorkersThatChangedTTLApart(t *testing.T) {
+	w1 := &groupedKV{kg: 1, m: map[uint16]*MemKV{}}
+	mustApply(t, newDedup(t, w1, "d", "id", 10*time.Minute), recAt(`{"id":"a"}`, t0))
+	w2 := &groupedKV{kg: 2, m: map[uint16]*MemKV{}}
+	mustApply(t, newDedup(t, w1, "d", "id", 20*time.Minute), recAt(`{"id":"b"}`, t0.Add(time.Second)))
+	mustApply(t, newDedup(t, w2, "d", "id", 20*time.Minute), recAt(`{"id":"c"}`, t0.Add(time.Second)))
+	merged := &groupedKV{m: map[uint16]*MemKV{1: w1.m[1], 2: w2.m[2]}}
+	d := newDedup(t, merged, "d", "id", 20*time.Minute)
+	for kg, id := range map[uint16]string{1: "a", 1 + 16: "b", 2: "c"} {
+		merged.kg = kg % 16
+		keep, err := d.Apply(recAt(`{"id":"`+id+`"}`, t0.Add(time.Minute)))
+		if err != nil {
+			t.Fatalf("%s after the merge: %v", id, err)
+		}
+		if keep {
+			t.Errorf("%s, seen a minute before, was kept after the merge", id)
+		}
+	}
+}
+
+// A state of an earlier version (keys without the width) is read as of the
+// current ttl: its repeats are dropped, and it goes whole two TTLs after
+// its newest entry.
+func TestDedupReadsTheNumberedEntriesOfTheVersionBeforeWidths(t *testing.T) {
+	kv := NewMemKV()
+	d := newDedup(t, kv, "d", "id", time.Minute)
+	prev := plainSpan(d.ns)
+	for i, id := range []string{"a", "b", "c"} {
+		first := t0.Add(time.Duration(i) * time.Second).UnixMilli()
+		key := binary.BigEndian.AppendUint32(append(prev.bucketPrefix(nil, bucketOf(first, d.ttl)), numberTag), uint32(i))
+		val := append(binary.BigEndian.AppendUint64([]byte{numberFormat}, uint64(first)), `"`+id...)
+		if err := kv.Set(key, val); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range []string{"a", "b", "c"} {
+		if mustApply(t, d, recAt(`{"id":"`+id+`"}`, t0.Add(30*time.Second))) {
+			t.Errorf("%s, written by the earlier version 30 s before, was kept", id)
+		}
+	}
+	if !mustApply(t, d, recAt(`{"id":"a"}`, t0.Add(61*time.Second))) {
+		t.Error("a, past its TTL, was dropped")
+	}
+	mustApply(t, d, recAt(`{"id":"z"}`, t0.Add(3*time.Minute)))
+	if n := kv.countSpan(prev.lo, prev.hi); n != 0 || len(d.old) != 0 {
+		t.Errorf("two TTLs after its newest entry, %d entries of the earlier version and %d earlier generations are left", n, len(d.old))
+	}
+}
+
+// An earlier generation's buckets go one by one as the newest record time
+// moves two current TTLs past their end, not all at its end.
+func TestDedupPrunesAnEarlierTTLsBucketsAsTimeGoesOn(t *testing.T) {
+	kv := NewMemKV()
+	before := newDedup(t, kv, "d", "id", time.Second)
+	for i := range 100 { // 100 buckets of 1 s (three live at a time: the others expire)
+		mustApply(t, before, recAt(fmt.Sprintf(`{"id":%d}`, i), t0.Add(time.Duration(i)*time.Second)))
+	}
+	after := newDedup(t, kv, "d", "id", 5*time.Second)
+	mustApply(t, after, recAt(`{"id":"x"}`, t0.Add(100*time.Second)))
+	if len(after.old) != 1 || len(after.old[0].sets) != 3 {
+		t.Fatalf("%d earlier generations (want 1) after a run that kept 3 buckets", len(after.old))
+	}
+	// The newest old entry is at t0+99 s, in the bucket ending at t0+100 s.
+	// At t0+108 s (a new 5 s bucket), the bucket that ended at t0+98 s is
+	// two TTLs behind; the two after it are not.
+	mustApply(t, after, recAt(`{"id":"y"}`, t0.Add(108*time.Second)))
+	if len(after.old) != 1 || len(after.old[0].sets) != 2 {
+		t.Fatalf("at t0+108 s the earlier generation has %v buckets, want 2 of its 3", len(after.old[0].sets))
+	}
+	if mustApply(t, after, recAt(`{"id":99}`, t0.Add(103*time.Second))) {
+		t.Error("99, first seen at t0+99 s, was kept at t0+103 s")
+	}
+	mustApply(t, after, recAt(`{"id":"z"}`, t0.Add(110*time.Second)))
+	if len(after.old) != 0 {
+		t.Errorf("at t0+110 s, two TTLs past its newest entry, %d earlier generations are left", len(after.old))
+	}
 }
