@@ -368,6 +368,8 @@ buckets:
 			return 0, false, err
 		}
 		switch {
+		case seen && now < first+t.ttl:
+			return first, true, nil // a window no earlier generation's can end before
 		case seen:
 			return t.lookupOld(now, first, true)
 		case expired: // and so is every entry of older buckets
@@ -527,6 +529,7 @@ func (t *Dedup) load(now int64) error {
 	}
 	var plainGen *index
 	newestOf := map[*index]int64{} // of each earlier generation
+	fpsOf := map[*index][]uint32{} // of each earlier generation's entries
 	lo := append(slices.Clone(t.ns), bucketTag, widthTag)
 	hi := append(slices.Clone(t.ns), bucketTag+1)
 	err := t.kv.Scan(lo, hi, func(key, v []byte) error {
@@ -566,16 +569,20 @@ func (t *Dedup) load(now int64) error {
 		}
 		s := x.open(int64(binary.BigEndian.Uint64(key[head:]) ^ 1<<63))
 		first := int64(binary.BigEndian.Uint64(v[1:]))
+		var h uint64 // the value's hash: in the entry, or in the key
 		if numbered {
-			s.put(maphash.Bytes(t.index.seed, v[9:])>>32, binary.BigEndian.Uint32(key[bucket+1:]), first)
+			h = maphash.Bytes(t.index.seed, v[9:])
+			s.put(h>>32, binary.BigEndian.Uint32(key[bucket+1:]), first)
 		} else {
-			s.loaded = append(s.loaded, uint32(maphash.Bytes(t.index.seed, key[bucket:])>>32))
+			h = maphash.Bytes(t.index.seed, key[bucket:])
+			s.loaded = append(s.loaded, uint32(h>>32))
 		}
 		t.maxSeen = max(t.maxSeen, first)
 		if x != &t.index {
 			if f, ok := newestOf[x]; !ok || first > f {
 				newestOf[x] = first
 			}
+			fpsOf[x] = append(fpsOf[x], uint32(h>>32))
 		}
 		return nil
 	})
@@ -590,6 +597,7 @@ func (t *Dedup) load(now int64) error {
 			s.seal()
 		}
 		g.newest = newestOf[&g.index]
+		g.seal(fpsOf[&g.index])
 	}
 	legacy, newest := false, int64(math.MinInt64)
 	lo, hi = t.legacySpan()

@@ -2,7 +2,10 @@ package transform
 
 import (
 	"encoding/binary"
+	"runtime"
 	"slices"
+
+	"github.com/connector-dev/connector/internal/offheap"
 )
 
 // A Dedup's buckets are one TTL wide, and a bucket's number is its time
@@ -67,6 +70,27 @@ type oldGeneration struct {
 	index  // its buckets, ttl its width
 	span   keySpan
 	newest int64 // the newest first sighting it holds
+	// filter holds the fingerprints of all its entries (built at load: it
+	// takes no writes), so that a lookup of a value it does not hold, most
+	// of them, costs one probe however many buckets it has; nil: unknown.
+	filter    bloom
+	filterMem *offheap.Words
+}
+
+// seal ends g's load: the filter of the fingerprints fps of its entries.
+func (g *oldGeneration) seal(fps []uint32) {
+	g.filterMem = newBloom(len(fps))
+	g.filter = bloom(g.filterMem.W)
+	for _, fp := range fps {
+		g.filter.add(uint64(fp))
+	}
+}
+
+// mayHold says whether g may hold an entry of a value of hash h.
+func (g *oldGeneration) mayHold(h uint64) bool {
+	ok := g.filter == nil || g.filter.has(h>>32)
+	runtime.KeepAlive(g) // g.filterMem: the filter's memory (internal/offheap)
+	return ok
 }
 
 // lookupOld returns the latest first sighting of the current value among
@@ -75,11 +99,17 @@ type oldGeneration struct {
 func (t *Dedup) lookupOld(now, first int64, seen bool) (int64, bool, error) {
 	cutoff := now - t.ttl
 	for _, g := range t.old {
+		if !g.mayHold(t.hash) {
+			continue
+		}
 		// The buckets that may hold a first sighting after cutoff: a
 		// range, or the buckets the generation still has if fewer.
 		lo, hi := bucketOf(cutoff+1, g.ttl), bucketOf(g.newest, g.ttl)
+		if hi < lo {
+			continue
+		}
 		var err error
-		if hi-lo < int64(len(g.sets)) {
+		if uint64(hi-lo) < uint64(len(g.sets)) { // hi-lo may pass 2^63 (times ±2^62 apart)
 			for c := hi; c >= lo && err == nil; c-- {
 				if s := g.sets[c]; s != nil {
 					first, seen, _, err = t.latestIn(&g.span, c, s, cutoff, first, seen)

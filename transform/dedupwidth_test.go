@@ -190,3 +190,54 @@ func TestDedupPrunesAnEarlierTTLsBucketsAsTimeGoesOn(t *testing.T) {
 		t.Errorf("at t0+110 s, two TTLs past its newest entry, %d earlier generations are left", len(after.old))
 	}
 }
+
+
+// An earlier generation whose newest entry and a record are near the two
+// ends of the clamped times (2^63 ms apart) is looked up in the buckets it
+// has: its range of bucket numbers, 2^63 wide, wrapped, and the lookup
+// walked it (the worker hung). As the width's generation of a ttl changed
+// from 1 ms, and as the previous version's state of a 1 ms ttl.
+func TestDedupLooksUpAnEarlierGenerationAcrossAllTime(t *testing.T) {
+	kv := NewMemKV()
+	d1 := newDedup(t, kv, "d", "id", time.Millisecond)
+	mustApply(t, d1, recAt(`{"id":"x"}`, time.UnixMilli(1<<62)))
+	d2 := newDedup(t, kv, "d", "id", time.Minute)
+	done := make(chan error, 1)
+	go func() {
+		_, err := d2.Apply(recAt(`{"id":"x"}`, time.UnixMilli(-1<<62))) // in its filter: its buckets are read
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the lookup of a record 2^63 ms before an earlier generation's newest entry has not ended in 5 s")
+	}
+}
+
+func TestDedupLooksUpThePreviousVersionsStateAcrossAllTime(t *testing.T) {
+	kv := NewMemKV()
+	d1 := newDedup(t, kv, "d", "id", time.Millisecond)
+	mustApply(t, d1, recAt(`{"id":"x"}`, time.UnixMilli(1<<62)))
+	span := widthSpan(d1.ns, 1)
+	for k, v := range kv.m { // as the version before wrote it
+		delete(kv.m, k)
+		kv.m["transform/dedup/d/\x00"+k[len(span.head):]] = v
+	}
+	d2 := newDedup(t, kv, "d", "id", time.Millisecond)
+	done := make(chan error, 1)
+	go func() {
+		_, err := d2.Apply(recAt(`{"id":"x"}`, time.UnixMilli(-1<<62))) // in its filter: its buckets are read
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the lookup of a record 2^63 ms before the previous version's newest entry has not ended in 5 s")
+	}
+}
