@@ -191,7 +191,6 @@ func TestDedupPrunesAnEarlierTTLsBucketsAsTimeGoesOn(t *testing.T) {
 	}
 }
 
-
 // An earlier generation whose newest entry and a record are near the two
 // ends of the clamped times (2^63 ms apart) is looked up in the buckets it
 // has: its range of bucket numbers, 2^63 wide, wrapped, and the lookup
