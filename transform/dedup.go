@@ -520,40 +520,43 @@ func (t *Dedup) load(now int64) error {
 	t.old = nil
 	t.maxSeen, t.expiredTo = now, math.MinInt64
 	plain := plainSpan(t.ns)
-	byWidth := map[int64]*index{t.ttl: &t.index} // the generations of the keys that say their width
-	genOf := func(span keySpan, w int64) *index {
-		g := &oldGeneration{span: span, index: index{seed: t.index.seed, ttl: w}, newest: math.MinInt64}
-		g.reset()
+	byWidth := map[int64]*oldGeneration{} // the earlier generations of keys that say their width
+	var plainGen *oldGeneration
+	old := func(span keySpan, w int64) *oldGeneration {
+		g := newOldGeneration(t.index.seed, span, w)
 		t.old = append(t.old, g)
-		return &g.index
+		return g
 	}
-	var plainGen *index
-	newestOf := map[*index]int64{} // of each earlier generation
-	fpsOf := map[*index][]uint32{} // of each earlier generation's entries
 	lo := append(slices.Clone(t.ns), bucketTag, widthTag)
 	hi := append(slices.Clone(t.ns), bucketTag+1)
 	err := t.kv.Scan(lo, hi, func(key, v []byte) error {
-		var x *index
-		var head int // where the bucket begins
+		var g *oldGeneration // nil: the current generation
+		var head int         // where the bucket begins
 		if len(key) > len(t.ns)+1 && key[len(t.ns)+1] == widthTag {
 			head = len(t.ns) + 10
 			if len(key) < head {
 				return fmt.Errorf("dedup entry %q: unknown format (%d bytes of key)", key, len(key))
 			}
-			w := int64(binary.BigEndian.Uint64(key[len(t.ns)+2:]))
-			if x = byWidth[w]; x == nil {
-				if w < 1 {
-					return fmt.Errorf("dedup entry %q: bucket width %d", key, w)
+			switch w := int64(binary.BigEndian.Uint64(key[len(t.ns)+2:])); {
+			case w == t.ttl:
+			case w < 1:
+				return fmt.Errorf("dedup entry %q: bucket width %d", key, w)
+			default:
+				if byWidth[w] == nil {
+					byWidth[w] = old(widthSpan(t.ns, w), w)
 				}
-				x = genOf(widthSpan(t.ns, w), w)
-				byWidth[w] = x
+				g = byWidth[w]
 			}
 		} else {
 			head = len(plain.head)
 			if plainGen == nil {
-				plainGen = genOf(plain, t.ttl) // an earlier version's: written with this ttl, we assume
+				plainGen = old(plain, t.ttl) // an earlier version's: written with this ttl, we assume
 			}
-			x = plainGen
+			g = plainGen
+		}
+		x := &t.index
+		if g != nil {
+			x = &g.index
 		}
 		bucket := head + 8 // a number or the value follows
 		bad := len(key) <= bucket || len(v) < 9
@@ -578,11 +581,8 @@ func (t *Dedup) load(now int64) error {
 			s.loaded = append(s.loaded, uint32(h>>32))
 		}
 		t.maxSeen = max(t.maxSeen, first)
-		if x != &t.index {
-			if f, ok := newestOf[x]; !ok || first > f {
-				newestOf[x] = first
-			}
-			fpsOf[x] = append(fpsOf[x], uint32(h>>32))
+		if g != nil {
+			g.loaded(first, uint32(h>>32))
 		}
 		return nil
 	})
@@ -593,11 +593,7 @@ func (t *Dedup) load(now int64) error {
 		s.seal()
 	}
 	for _, g := range t.old {
-		for _, s := range g.sets {
-			s.seal()
-		}
-		g.newest = newestOf[&g.index]
-		g.seal(fpsOf[&g.index])
+		g.seal()
 	}
 	legacy, newest := false, int64(math.MinInt64)
 	lo, hi = t.legacySpan()

@@ -2,6 +2,8 @@ package transform
 
 import (
 	"encoding/binary"
+	"hash/maphash"
+	"math"
 	"runtime"
 	"slices"
 
@@ -72,23 +74,41 @@ type oldGeneration struct {
 	newest int64 // the newest first sighting it holds
 	// filter holds the fingerprints of all its entries (built at load: it
 	// takes no writes), so that a lookup of a value it does not hold, most
-	// of them, costs one probe however many buckets it has; nil: unknown.
+	// of them, costs one probe however many buckets it has.
 	filter    bloom
 	filterMem *offheap.Words
+	fps       []uint32 // while it loads: its entries' fingerprints
 }
 
-// seal ends g's load: the filter of the fingerprints fps of its entries.
-func (g *oldGeneration) seal(fps []uint32) {
-	g.filterMem = newBloom(len(fps))
+// newOldGeneration is an empty generation of the width and keys of span.
+func newOldGeneration(seed maphash.Seed, span keySpan, width int64) *oldGeneration {
+	g := &oldGeneration{span: span, index: index{seed: seed, ttl: width}, newest: math.MinInt64}
+	g.reset()
+	return g
+}
+
+// loaded counts an entry of g, first seen at first, of fingerprint fp.
+func (g *oldGeneration) loaded(first int64, fp uint32) {
+	g.newest = max(g.newest, first)
+	g.fps = append(g.fps, fp)
+}
+
+// seal ends g's load: its buckets' and its own filter.
+func (g *oldGeneration) seal() {
+	for _, s := range g.sets {
+		s.seal()
+	}
+	g.filterMem = newBloom(len(g.fps))
 	g.filter = bloom(g.filterMem.W)
-	for _, fp := range fps {
+	for _, fp := range g.fps {
 		g.filter.add(uint64(fp))
 	}
+	g.fps = nil
 }
 
 // mayHold says whether g may hold an entry of a value of hash h.
 func (g *oldGeneration) mayHold(h uint64) bool {
-	ok := g.filter == nil || g.filter.has(h>>32)
+	ok := g.filter.has(h >> 32)
 	runtime.KeepAlive(g) // g.filterMem: the filter's memory (internal/offheap)
 	return ok
 }
@@ -145,7 +165,10 @@ func (t *Dedup) expireOld(prune bool) error {
 			continue
 		}
 		for c := range g.sets {
-			if !prune || (c+1)*g.ttl-1 > limit {
+			if !prune {
+				break
+			}
+			if (c+1)*g.ttl-1 > limit {
 				continue
 			}
 			if err := t.kv.Expire(g.span.bucketPrefix(nil, c), g.span.bucketPrefix(nil, c+1)); err != nil {
