@@ -53,6 +53,10 @@ func newTestWriter(t *testing.T, s *Sink, i int) sink.Writer {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Closed before the sink and the cluster (cleanups run last first), so
+	// that no client of the writer outlives the test (a franz-go client
+	// logging after it ended panics the test binary).
+	t.Cleanup(func() { _ = w.Close() })
 	return w
 }
 

@@ -51,6 +51,7 @@ type writer struct {
 	nextSlot int           // where freeSlot looks first
 	carried  []sink.Committable
 	holding  map[checkpoint.ID]int // slot of each carried segment
+	closed   bool                  // Close ran: a second one does nothing
 }
 
 var (
@@ -320,11 +321,17 @@ func (w *writer) Committed(id checkpoint.ID) {
 // Close aborts the writer's open transactions (the one filling and those
 // pre-committed for checkpoints that did not complete: a restart restores
 // a completed checkpoint and produces what it needs again) and closes its
-// clients, so that no transaction of the job lingers after a stop.
+// clients, so that no transaction of the job lingers after a stop. A second
+// Close does nothing.
 func (w *writer) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return nil
+	}
+	w.closed = true
 	clients, busy := w.clients, slices.Clone(w.busy)
 	w.cur = nil
 	w.mu.Unlock()
