@@ -328,6 +328,13 @@ func (w *worker) takeSnapshot(ctx context.Context, id checkpoint.ID) (finish fun
 	}
 	var pending *state.Pending
 	if w.state != nil {
+		if w.chain != nil {
+			// What the transforms held back goes into the state first
+			// (transform.Flusher); the next record sets its key group.
+			if err := w.chain.Flush(); err != nil {
+				return nil, false, errors.Join(fmt.Errorf("state snapshot: %w", err), sinkErr(sinkRest()))
+			}
+		}
 		full, changelog := w.states.abs(store.FullSnapshotPath(id, w.index)), w.states.abs(store.ChangelogPath(id, w.index))
 		if pending, err = w.state.Checkpoint(full, changelog); err != nil {
 			// The writer must get its output back before the next

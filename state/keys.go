@@ -108,6 +108,10 @@ func (s *Store) SetKeyGroup(kg int) error {
 	return nil
 }
 
+// KeyGroup returns the key group of the following Get, Set and Delete (the
+// last SetKeyGroup that succeeded).
+func (s *Store) KeyGroup() int { return int(s.kg) }
+
 // KeyGroups returns the range of key groups the Store owns.
 func (s *Store) KeyGroups() keygroup.Range { return s.keyGroups }
 

@@ -82,6 +82,18 @@ func (c *Chain) Prefetch(rs []record.Record) {
 	}
 }
 
+// Flush flushes the chain's Flushers, in order (see Flusher).
+func (c *Chain) Flush() error {
+	for i := range c.steps {
+		if f, ok := c.steps[i].t.(Flusher); ok {
+			if err := f.Flush(); err != nil {
+				return fmt.Errorf("transform %s: %w", c.steps[i].name, err)
+			}
+		}
+	}
+	return nil
+}
+
 // Apply runs r through the chain. An error names the step that failed and
 // wraps that step's error (so errors.Is(err, ErrDecode) works).
 func (c *Chain) Apply(r *record.Record) (bool, error) {

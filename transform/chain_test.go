@@ -179,6 +179,9 @@ func TestBuildAndNewValidate(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustApply(t, c, rec(`{"a":1,"b":1}`))
+	if err := c.Flush(); err != nil { // both dedups', as before a snapshot
+		t.Fatal(err)
+	}
 	for _, ns := range []string{"transform/dedup/0/\x00", "transform/dedup/1/\x00"} {
 		if n := kv.count(ns, ""); n != 1 {
 			t.Errorf("%d entries under %q, want 1", n, ns)

@@ -128,17 +128,22 @@ func (c *DedupConfig) problems() []error {
 // do not overlap and are not merged and rewritten again and again while
 // they live (in the dedup of bench/, the rewriting of value-ordered keys
 // took half the CPU). The value is in the entry, and a lookup compares it.
-// Past indexCap values in a bucket, and in state of earlier versions,
-// entries are keyed by value instead; a Bloom filter of their hashes keeps
-// most lookups of new values from reading them.
+// Numbered entries are written in runs of 64 of a key group, one KV entry
+// each (dedupruns.go), held in memory until a run fills or the runtime
+// calls Flush before a snapshot. Past indexCap values in a bucket, and in
+// state of earlier versions, entries are keyed by value instead; a Bloom
+// filter of their hashes keeps most lookups of new values from reading
+// them.
 //
 //	key:   "transform/dedup/" Name "/" 0x00 0x01, the bucket width (the
 //	       ttl, int64 big-endian ms), bucket (int64 big-endian, sign
 //	       bit flipped: buckets sort in time order), then
-//	       numbered: 0x01 and the entry's number (uint32 big-endian);
+//	       a run: 0x02 and its first number (uint32 big-endian);
+//	       numbered (earlier versions): 0x01 and the entry's number;
 //	       by value: for a string, '"' and its decoded content; for
-//	       anything else, its JSON text (never 0x01 first)
-//	value: numbered: 0x02 (format), first seen (int64 big-endian Unix ms),
+//	       anything else, its JSON text (never 0x01 or 0x02 first)
+//	value: a run: 0x03 (format), then its entries (dedupruns.go);
+//	       numbered: 0x02 (format), first seen (int64 big-endian Unix ms),
 //	       the value as in a by-value key;
 //	       by value: 0x01 (format), first seen
 //
@@ -175,7 +180,8 @@ type Dedup struct {
 	gen        keySpan
 	old        []*oldGeneration // of other widths (an earlier ttl), until they expire
 	hash       uint64           // the current value's
-	ent        []byte           // scratch: a numbered entry's value
+	kgs        KeyGroups        // kv's key groups; nil: it has one
+	freeRuns   []*openRun       // written runs, whose buffers newRun reuses
 	cands      []uint32         // scratch: entry numbers to read
 	probe      uint64           // lookup's and prefetch's early loads end here (unused)
 	prefetched uint64           // slots prefetch loaded (tests)
@@ -203,7 +209,8 @@ func NewDedup(cfg DedupConfig, kv KV) (*Dedup, error) {
 	path := strings.Split(cfg.Key, ".")
 	ns := []byte("transform/dedup/" + cfg.Name + "/")
 	ttl := cfg.TTL.Milliseconds()
-	return &Dedup{path: path, ttl: ttl, kv: kv, ns: ns, index: index{seed: maphash.MakeSeed(), ttl: ttl}, gen: widthSpan(ns, ttl)}, nil
+	kgs, _ := kv.(KeyGroups)
+	return &Dedup{path: path, ttl: ttl, kv: kv, kgs: kgs, ns: ns, index: index{seed: maphash.MakeSeed(), ttl: ttl}, gen: widthSpan(ns, ttl)}, nil
 }
 
 func badNameRune(r rune) bool {
@@ -294,14 +301,17 @@ func markedKey(r *record.Record) ([]byte, bool) {
 }
 
 // write stores the current value's first sighting at now in bucket b: a
-// numbered entry while the bucket's index has room, else a by-value one.
+// numbered entry (in a run, dedupruns.go) while the bucket's index has
+// room, else a by-value one.
 func (t *Dedup) write(b, now int64) error {
 	s := t.index.open(b)
 	s.touched = t.records
-	if n, numbered := s.add(t.hash, now); numbered {
-		t.ent = append(binary.BigEndian.AppendUint64(append(t.ent[:0], numberFormat), uint64(now)), t.val...)
-		return t.kv.Set(t.numberKey(&t.gen, b, n), t.ent)
+	if s.n < indexCap {
+		if numbered, err := t.writeNumbered(b, s, now); numbered || err != nil {
+			return err
+		}
 	}
+	s.putByValue(t.hash>>32, bloomFactor*indexCap)
 	var v [9]byte
 	v[0] = dedupFormat
 	binary.BigEndian.PutUint64(v[1:], uint64(now))
@@ -395,7 +405,7 @@ buckets:
 func (t *Dedup) latestIn(g *keySpan, c int64, s *bucketIndex, cutoff, first int64, seen bool) (_ int64, _, expired bool, _ error) {
 	t.cands, expired = s.numbered(t.hash, cutoff, t.cands[:0])
 	for _, n := range t.cands {
-		f, ok, err := t.get(t.numberKey(g, c, n), true)
+		f, ok, err := t.getNumbered(g, c, s, n)
 		if err != nil {
 			return 0, false, false, err
 		}
@@ -561,9 +571,13 @@ func (t *Dedup) load(now int64) error {
 		bucket := head + 8 // a number or the value follows
 		bad := len(key) <= bucket || len(v) < 9
 		numbered := !bad && key[bucket] == numberTag
+		run := !bad && key[bucket] == runTag
 		switch {
 		case numbered:
 			bad = len(key) != bucket+5 || v[0] != numberFormat || binary.BigEndian.Uint32(key[bucket+1:]) >= 1<<31
+		case run:
+			n0 := binary.BigEndian.Uint32(key[bucket+1:])
+			bad = len(key) != bucket+5 || n0%runLen != 0 || n0 >= 1<<31
 		case !bad:
 			bad = len(v) != 9 || v[0] != dedupFormat
 		}
@@ -571,6 +585,23 @@ func (t *Dedup) load(now int64) error {
 			return fmt.Errorf("dedup entry %q: unknown format (%d bytes of key, %d of value)", key, len(key), len(v))
 		}
 		s := x.open(int64(binary.BigEndian.Uint64(key[head:]) ^ 1<<63))
+		if run {
+			n0 := binary.BigEndian.Uint32(key[bucket+1:])
+			err := eachRunEntry(v, func(i int, first int64, val []byte) bool {
+				h := maphash.Bytes(t.index.seed, val)
+				s.put(h>>32, n0+uint32(i), first)
+				t.maxSeen = max(t.maxSeen, first)
+				if g != nil {
+					g.loaded(first, uint32(h>>32))
+				}
+				return true
+			})
+			if err != nil {
+				return fmt.Errorf("dedup entry %q: %w", key, err)
+			}
+			return nil
+		}
+		s.numberedKeys = s.numberedKeys || numbered
 		first := int64(binary.BigEndian.Uint64(v[1:]))
 		var h uint64 // the value's hash: in the entry, or in the key
 		if numbered {

@@ -61,6 +61,7 @@ func TestDedupStateSurvivesRestartOnTheSameKV(t *testing.T) {
 	if !mustApply(t, first, rec(`{"customer":{"id":7}}`)) {
 		t.Fatal("first sighting dropped")
 	}
+	flushed(t, first) // the checkpoint
 	// A restart: a new instance on the restored KV, no memory of its own.
 	second := newDedup(t, kv, "d", "customer.id", time.Hour)
 	if mustApply(t, second, recAt(`{"customer":{"id":7}}`, t0.Add(time.Minute))) {
@@ -81,20 +82,35 @@ func TestDedupsWithDifferentNamesShareAStoreIndependently(t *testing.T) {
 	if mustApply(t, a, rec(`{"id":1}`)) || mustApply(t, b, rec(`{"id":1}`)) {
 		t.Error("a repeat was kept")
 	}
-	if kv.Len() != 2 {
+	if flushed(t, a); kv.Len() != 1 {
+		t.Errorf("kv holds %d entries after a's flush, want 1 (b's run is in memory)", kv.Len())
+	}
+	if flushed(t, b); kv.Len() != 2 {
 		t.Errorf("kv holds %d entries, want 2", kv.Len())
 	}
 }
 
 func TestDedupStateErrorsAreClassed(t *testing.T) {
-	d := newDedup(t, failKV{}, "d", "id", time.Hour)
+	written := NewMemKV()
+	flushed(t, applied(t, newDedup(t, written, "d", "id", time.Hour), rec(`{"id":1}`)))
+	d := newDedup(t, getFailKV{written}, "d", "id", time.Hour)
 	if _, err := d.Apply(rec(`{"id":1}`)); !errors.Is(err, ErrState) || !errors.Is(err, errDisk) {
 		t.Errorf("Get failure: err = %v, want ErrState wrapping the cause", err)
 	}
 	kv := NewMemKV()
 	d = newDedup(t, setFailKV{kv}, "d", "id", time.Hour)
-	if _, err := d.Apply(rec(`{"id":1}`)); !errors.Is(err, ErrState) || !errors.Is(err, errDisk) {
-		t.Errorf("Set failure: err = %v, want ErrState wrapping the cause", err)
+	if _, err := d.Apply(rec(`{"id":1}`)); err != nil {
+		t.Fatalf("a first sighting, held in its run: %v", err)
+	}
+	if err := d.Flush(); !errors.Is(err, ErrState) || !errors.Is(err, errDisk) {
+		t.Errorf("Set failure at Flush: err = %v, want ErrState wrapping the cause", err)
+	}
+	var err error
+	for i := 2; i <= runLen && err == nil; i++ { // the run fills: written at once
+		_, err = d.Apply(rec(fmt.Sprintf(`{"id":%d}`, i)))
+	}
+	if !errors.Is(err, ErrState) || !errors.Is(err, errDisk) {
+		t.Errorf("Set failure of a full run: err = %v, want ErrState wrapping the cause", err)
 	}
 	kv.Set([]byte("transform/dedup/d/1"), []byte("garbage"))
 	d = newDedup(t, kv, "d", "id", time.Hour)
@@ -107,6 +123,10 @@ func TestDedupStateErrorsAreClassed(t *testing.T) {
 }
 
 type setFailKV struct{ *MemKV }
+
+type getFailKV struct{ *MemKV }
+
+func (getFailKV) Get([]byte) ([]byte, bool, error) { return nil, false, errDisk }
 
 func (setFailKV) Set([]byte, []byte) error { return errDisk }
 
@@ -272,10 +292,14 @@ func TestDedupReadsTheKVOnlyForValuesItMayHaveSeen(t *testing.T) {
 	if !mustApply(t, d, recAt(`{"id":10}`, t0.Add(100*time.Second))) || kv.gets != 0 {
 		t.Errorf("a value seen 99.9 s before (TTL 1m) was dropped, or read the KV (%d reads)", kv.gets)
 	}
-	if mustApply(t, d, recAt(`{"id":99}`, t0.Add(50*time.Second))) || kv.gets == 0 {
-		t.Errorf("a repeat was kept, or found without reading the KV (%d reads)", kv.gets)
+	if mustApply(t, d, recAt(`{"id":99}`, t0.Add(50*time.Second))) || kv.gets != 0 {
+		t.Errorf("a repeat of a run still open was kept, or read the KV (%d reads)", kv.gets)
+	}
+	if mustApply(t, d, recAt(`{"id":5}`, t0.Add(50*time.Second))) || kv.gets == 0 {
+		t.Errorf("a repeat of a written run was kept, or found without reading the KV (%d reads)", kv.gets)
 	}
 
+	flushed(t, d)
 	restarted := newDedup(t, kv, "d", "id", time.Minute)
 	if mustApply(t, restarted, recAt(`{"id":10}`, t0.Add(101*time.Second))) {
 		t.Error("after a restart, a repeat within the TTL (of id 10's window begun at +100 s) was kept")
@@ -369,7 +393,9 @@ func TestDedupFindsWindowsAcrossBucketsRestartsAndUpgrades(t *testing.T) {
 	}
 
 	kv := NewMemKV()
-	mustApply(t, newDedup(t, kv, "d", "id", 10*time.Second), recAt(`{"id":"a"}`, at(10_000)))
+	before := newDedup(t, kv, "d", "id", 10*time.Second)
+	mustApply(t, before, recAt(`{"id":"a"}`, at(10_000)))
+	flushed(t, before)
 	restarted := newDedup(t, kv, "d", "id", 10*time.Second)
 	if mustApply(t, restarted, recAt(`{"id":"a"}`, at(9_999))) {
 		t.Error("after a restart, a record 1 ms older than a window's first sighting (the bucket after its own) was kept")

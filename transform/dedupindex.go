@@ -106,6 +106,11 @@ type bucketIndex struct {
 	// touched is the Dedup's record count when a lookup or a write last
 	// came to the bucket (Dedup.expireStale).
 	touched uint64
+	// runs are the runs of numbered entries being filled, by key group
+	// (dedupruns.go); numberedKeys says the bucket holds entries numbered
+	// one per KV entry, of the version before runs.
+	runs         map[uint16]*openRun
+	numberedKeys bool
 
 	// By-value entries: written past indexCap, or by earlier versions.
 	byValue bool
@@ -155,17 +160,16 @@ func (s *bucketIndex) slotBound(v uint64) int64 {
 	return b
 }
 
-// add numbers a new entry of a value of hash h, first seen at first, and
-// returns its number; numbered is false when the table is full and the
-// entry is to be written by value instead (then it is put in the filter).
-func (s *bucketIndex) add(h uint64, first int64) (n uint32, numbered bool) {
-	if s.n >= indexCap || s.next >= numMask {
-		s.putByValue(h>>32, bloomFactor*indexCap)
+// reserve gives the next block of runLen numbers, for a run; false when
+// the table is full or no block is left below numMask (the entries are to
+// be written by value).
+func (s *bucketIndex) reserve() (n0 uint32, ok bool) {
+	n0 = (s.next + runLen - 1) &^ (runLen - 1)
+	if s.n >= indexCap || n0+runLen > numMask {
 		return 0, false
 	}
-	n = s.next
-	s.put(h>>32, n, first)
-	return n, true
+	s.next = n0 + runLen
+	return n0, true
 }
 
 // put records the numbered entry n of fingerprint fp, first seen at first.

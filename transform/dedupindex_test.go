@@ -298,3 +298,17 @@ func waitMapped(t *testing.T, want int64) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// add numbers a new entry of a value of hash h, first seen at first, one
+// number at a time (as the version before runs did), and returns it;
+// numbered is false when the table is full and the entry is to be written
+// by value instead (then it is put in the filter).
+func (s *bucketIndex) add(h uint64, first int64) (n uint32, numbered bool) {
+	if s.n >= indexCap || s.next >= numMask {
+		s.putByValue(h>>32, bloomFactor*indexCap)
+		return 0, false
+	}
+	n = s.next
+	s.put(h>>32, n, first)
+	return n, true
+}

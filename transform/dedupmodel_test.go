@@ -20,6 +20,8 @@ type modelKV struct {
 	hist map[uint16]map[string][]byte // every Set, for resurrection
 }
 
+func (kv *modelKV) KeyGroup() int                      { return int(kv.kg) }
+func (kv *modelKV) SetKeyGroup(kg int) error           { kv.kg = uint16(kg); return nil }
 func (kv *modelKV) Get(k []byte) ([]byte, bool, error) { return kv.own[kv.kg].Get(k) }
 func (kv *modelKV) Set(k, v []byte) error {
 	kv.hist[kv.kg][string(k)] = append([]byte(nil), v...)
@@ -92,8 +94,8 @@ func TestDedupAgainstAModel(t *testing.T) {
 		seed0, _ = strconv.ParseInt(s, 10, 64)
 		iters = 1
 	}
-	saveCap, saveStale := indexCap, staleEvery
-	defer func() { indexCap, staleEvery = saveCap, saveStale }()
+	saveCap, saveStale, saveRuns := indexCap, staleEvery, maxOpenRuns
+	defer func() { indexCap, staleEvery, maxOpenRuns = saveCap, saveStale, saveRuns }()
 	mustDrops := 0
 	for it := range iters {
 		seed := seed0 + int64(it)
@@ -121,6 +123,7 @@ func modelHistory(t *testing.T, seed int64) (mustDrops int, ok bool) {
 	logf := func(f string, a ...any) { log = append(log, fmt.Sprintf(f, a...)) }
 	indexCap = []int{1, 2, 3, 1000}[rng.Intn(4)]
 	staleEvery = []uint64{4, 16, 1 << 16}[rng.Intn(3)]
+	maxOpenRuns = []int{1, 2, 512}[rng.Intn(3)]
 	const nkg = 4
 	store := map[uint16]*MemKV{}
 	hist := map[uint16]map[string][]byte{}
@@ -142,7 +145,7 @@ func modelHistory(t *testing.T, seed int64) (mustDrops int, ok bool) {
 	plain := rng.Intn(3) == 0
 	legacy := rng.Intn(4) == 0
 	vals := 3 + rng.Intn(5)
-	logf("seed %d indexCap %d staleEvery %d ttls %v base %d resurrect %v plain %v legacy %v", seed, indexCap, staleEvery, ttlSet, base, resurrect, plain, legacy)
+	logf("seed %d indexCap %d staleEvery %d maxOpenRuns %d ttls %v base %d resurrect %v plain %v legacy %v", seed, indexCap, staleEvery, maxOpenRuns, ttlSet, base, resurrect, plain, legacy)
 	P := ttlSet[0]
 	ttls = []int64{P} // run 0: the previous version's
 	if legacy {
@@ -236,6 +239,12 @@ func modelHistory(t *testing.T, seed int64) (mustDrops int, ok bool) {
 			v := rng.Intn(vals)
 			val := fmt.Sprintf(`"v%d`, v)
 			w := owner[kg]
+			if rng.Intn(25) == 0 { // a checkpoint: what the runs hold so far
+				if err := ds[w].Flush(); err != nil {
+					t.Errorf("seed %d: flush: %v", seed, err)
+					return mustDrops, false
+				}
+			}
 			kvs[w].kg = kg
 			keep, err := ds[w].Apply(recAt(fmt.Sprintf(`{"id":"v%d"}`, v), time.UnixMilli(now)))
 			if err != nil {
@@ -269,16 +278,24 @@ func modelHistory(t *testing.T, seed int64) (mustDrops int, ok bool) {
 				kept = append(kept, sighting{kg, val, now, runIdx})
 			}
 		}
+		for w := range P { // the run ends with a checkpoint
+			if err := ds[w].Flush(); err != nil {
+				t.Errorf("seed %d: flush: %v", seed, err)
+				return mustDrops, false
+			}
+		}
 		if isPlainRun {
-			// turn this run's keys into the previous version's layout
+			// turn this run's keys into the previous version's layout: no
+			// width, an entry per number
 			span := widthSpan([]byte("transform/dedup/d/"), T)
 			for kg := uint16(0); kg < nkg; kg++ {
 				for k, v := range store[kg].m {
 					if k >= string(span.lo) && k < string(span.hi) {
 						delete(store[kg].m, k)
-						nk := "transform/dedup/d/\x00" + k[len(span.head):]
-						store[kg].m[nk] = v
-						hist[kg][nk] = v
+						for nk, nv := range previousVersionEntries("transform/dedup/d/\x00"+k[len(span.head):], v) {
+							store[kg].m[nk] = nv
+							hist[kg][nk] = nv
+						}
 					}
 				}
 				for k := range hist[kg] {
@@ -300,6 +317,10 @@ func modelHistory(t *testing.T, seed int64) (mustDrops int, ok bool) {
 			t.Errorf("seed %d: final: %v", seed, err)
 			return mustDrops, false
 		}
+		if err := d.Flush(); err != nil {
+			t.Errorf("seed %d: final flush: %v", seed, err)
+			return mustDrops, false
+		}
 		if len(d.old) != 0 || d.legacy {
 			t.Errorf("seed %d: kg %d old gens %d legacy %v left", seed, kg, len(d.old), d.legacy)
 			return mustDrops, false
@@ -314,4 +335,25 @@ func modelHistory(t *testing.T, seed int64) (mustDrops int, ok bool) {
 		}
 	}
 	return mustDrops, true
+}
+
+// previousVersionEntries returns the entries the version before runs wrote
+// for the entry k, v of this one (k without its width): a run's entries
+// one per number, anything else as it is.
+func previousVersionEntries(k string, v []byte) map[string][]byte {
+	bucket := len("transform/dedup/d/\x00") + 8
+	if len(k) <= bucket || k[bucket] != runTag {
+		return map[string][]byte{k: v}
+	}
+	n0 := binary.BigEndian.Uint32([]byte(k[bucket+1:]))
+	out := map[string][]byte{}
+	err := eachRunEntry(v, func(i int, first int64, val []byte) bool {
+		nk := binary.BigEndian.AppendUint32(append([]byte(k[:bucket]), numberTag), n0+uint32(i))
+		out[string(nk)] = append(binary.BigEndian.AppendUint64([]byte{numberFormat}, uint64(first)), val...)
+		return true
+	})
+	if err != nil {
+		panic(err)
+	}
+	return out
 }

@@ -49,6 +49,7 @@ func TestDedupTellsApartValuesThatShareAFingerprint(t *testing.T) {
 			t.Errorf("%s at +%d s: keep = %v, want %v", step.id, step.at, got, step.keep)
 		}
 	}
+	flushed(t, d)
 	restarted := newDedup(t, kv, "d", "id", time.Minute)
 	// restarted has another seed: make its two ids collide too.
 	c, e := collidingIDs(t, restarted)
@@ -77,17 +78,33 @@ func (kv *orderKV) Set(k, v []byte) error {
 	return kv.MemKV.Set(k, v)
 }
 
-// A dedup writes a bucket's new entries under ascending keys, whatever
-// their values, so that the sorted runs a KV like Pebble writes from them
-// do not overlap (and are not merged again and again).
+// A dedup writes a bucket's new entries in runs of runLen, one KV entry
+// each, under ascending keys whatever their values, so that the sorted
+// runs a KV like Pebble writes from them do not overlap (and are not
+// merged again and again); a Flush writes the run being filled.
 func TestDedupWritesABucketsEntriesInKeyOrder(t *testing.T) {
 	kv := &orderKV{MemKV: NewMemKV()}
 	d := newDedup(t, kv, "d", "id", time.Hour)
 	for i := range 5000 {
 		mustApply(t, d, recAt(fmt.Sprintf(`{"id":%d}`, (i*7919)%100_003), t0.Add(time.Duration(i)*time.Millisecond)))
 	}
-	if len(kv.sets) != 5000 {
-		t.Fatalf("%d writes for 5,000 new values", len(kv.sets))
+	if len(kv.sets) != 5000/runLen {
+		t.Fatalf("%d writes for 5,000 new values, want %d (the full runs)", len(kv.sets), 5000/runLen)
+	}
+	if flushed(t, d); len(kv.sets) != 5000/runLen+1 {
+		t.Fatalf("%d writes after a flush, want %d", len(kv.sets), 5000/runLen+1)
+	}
+	if flushed(t, d); len(kv.sets) != 5000/runLen+1 {
+		t.Fatalf("%d writes after a second flush with nothing new, want %d", len(kv.sets), 5000/runLen+1)
+	}
+	entries := 0
+	for k, v := range kv.m {
+		if err := eachRunEntry(v, func(int, int64, []byte) bool { entries++; return true }); err != nil {
+			t.Fatalf("run %q: %v", k, err)
+		}
+	}
+	if entries != 5000 {
+		t.Fatalf("the runs hold %d entries, want 5000", entries)
 	}
 	for i := 1; i < len(kv.sets); i++ {
 		if bytes.Compare(kv.sets[i-1], kv.sets[i]) >= 0 {
@@ -121,8 +138,8 @@ func TestDedupReadsTheByValueEntriesOfThePreviousVersion(t *testing.T) {
 	if !mustApply(t, d, recAt(`{"id":7}`, t0.Add(31*time.Second))) {
 		t.Error("a value past the TTL of its previous version's entry was dropped")
 	}
-	if len(kv.sets) != 1 || !bytes.Contains(kv.sets[0], []byte{numberTag, 0, 0, 0, 0}) {
-		t.Errorf("the new window was written as %q, want numbered entry 0", kv.sets)
+	if flushed(t, d); len(kv.sets) != 1 || !bytes.HasSuffix(kv.sets[0], []byte{runTag, 0, 0, 0, 0}) {
+		t.Errorf("the new window was written as %q, want the run of entries 0 on", kv.sets)
 	}
 	if mustApply(t, d, recAt(`{"id":7}`, t0.Add(32*time.Second))) || mustApply(t, d, recAt(`{"id":"a"}`, t0.Add(59*time.Second))) {
 		t.Error("a repeat was kept")
@@ -143,6 +160,8 @@ func (kv *groupedKV) in() *MemKV {
 	}
 	return kv.m[kv.kg]
 }
+func (kv *groupedKV) KeyGroup() int                      { return int(kv.kg) }
+func (kv *groupedKV) SetKeyGroup(kg int) error           { kv.kg = uint16(kg); return nil }
 func (kv *groupedKV) Get(k []byte) ([]byte, bool, error) { return kv.in().Get(k) }
 func (kv *groupedKV) Set(k, v []byte) error              { return kv.in().Set(k, v) }
 func (kv *groupedKV) Delete(k []byte) error              { return kv.in().Delete(k) }
@@ -172,6 +191,7 @@ func TestDedupAfterAMergeOfTwoWorkersStateFindsEveryValueInItsKeyGroup(t *testin
 		for i := range 100 {
 			mustApply(t, d, recAt(fmt.Sprintf(`{"id":"%s%d"}`, prefix, i), t0))
 		}
+		flushed(t, d)
 		merged.m[kg] = worker.m[kg]
 	}
 	d := newDedup(t, merged, "d", "id", time.Hour)
@@ -190,8 +210,8 @@ func TestDedupAfterAMergeOfTwoWorkersStateFindsEveryValueInItsKeyGroup(t *testin
 	if !mustApply(t, d, recAt(`{"id":"new"}`, t0.Add(time.Second))) {
 		t.Error("a new value was dropped")
 	}
-	if merged.m[1].Len() != 102 || merged.m[2].Len() != 100 {
-		t.Errorf("key groups hold %d and %d entries, want 102 and 100 (no entry overwritten)", merged.m[1].Len(), merged.m[2].Len())
+	if flushed(t, d); runEntries(t, merged.m[1]) != 102 || runEntries(t, merged.m[2]) != 100 {
+		t.Errorf("key groups hold %d and %d entries, want 102 and 100 (no entry overwritten)", runEntries(t, merged.m[1]), runEntries(t, merged.m[2]))
 	}
 	if mustApply(t, d, recAt(`{"id":"a42"}`, t0.Add(2*time.Second))) || mustApply(t, d, recAt(`{"id":"new"}`, t0.Add(2*time.Second))) {
 		t.Error("a repeat was kept after new entries were numbered")
@@ -251,7 +271,9 @@ func TestDedupAfterAMergeBoundsASharedNumberByItsLaterSighting(t *testing.T) {
 		merged := &orderedKV{groupedKV{m: map[uint16]*MemKV{}}, order}
 		for kg, at := range map[uint16]time.Time{1: t0, 2: t0.Add(40 * time.Minute)} {
 			worker := &groupedKV{kg: kg, m: map[uint16]*MemKV{}}
-			mustApply(t, newDedup(t, worker, "d", "id", time.Hour), recAt(`{"id":"x"}`, at))
+			w := newDedup(t, worker, "d", "id", time.Hour)
+			mustApply(t, w, recAt(`{"id":"x"}`, at))
+			flushed(t, w)
 			merged.m[kg] = worker.m[kg]
 		}
 		d := newDedup(t, merged, "d", "id", time.Hour)
@@ -262,6 +284,65 @@ func TestDedupAfterAMergeBoundsASharedNumberByItsLaterSighting(t *testing.T) {
 		merged.kg = 1
 		if !mustApply(t, d, recAt(`{"id":"x"}`, t0.Add(61*time.Minute))) {
 			t.Errorf("load order %v: x in key group 1, first seen there 61 minutes before (TTL 1h), was dropped", order)
+		}
+	}
+}
+
+// runEntries counts the entries of the runs in m.
+func runEntries(t *testing.T, m *MemKV) int {
+	t.Helper()
+	n := 0
+	for k, v := range m.m {
+		if err := eachRunEntry(v, func(int, int64, []byte) bool { n++; return true }); err != nil {
+			t.Fatalf("run %q: %v", k, err)
+		}
+	}
+	return n
+}
+
+// A bucket's open runs stay within maxOpenRuns however many key groups
+// write to it: past it they are written and closed, and every value they
+// held is still found, before and after a restart; new values are numbered
+// past the closed runs' blocks.
+func TestDedupBoundsABucketsOpenRunsAndLosesNothingClosingThem(t *testing.T) {
+	defer func(m int) { maxOpenRuns = m }(maxOpenRuns)
+	maxOpenRuns = 3
+	kv := &groupedKV{m: map[uint16]*MemKV{}}
+	d := newDedup(t, kv, "d", "id", time.Hour)
+	id := func(kg uint16, i int) *record.Record {
+		kv.kg = kg
+		return recAt(fmt.Sprintf(`{"id":"%d-%d"}`, kg, i), t0.Add(time.Duration(i)*time.Millisecond))
+	}
+	const kgs, per = 10, 20
+	for i := range per {
+		for kg := range uint16(kgs) {
+			if !mustApply(t, d, id(kg, i)) {
+				t.Fatalf("%d-%d dropped at its first sighting", kg, i)
+			}
+			if s := d.index.sets[d.bucket(t0.UnixMilli())]; len(s.runs) > maxOpenRuns {
+				t.Fatalf("%d open runs in a bucket, want at most %d", len(s.runs), maxOpenRuns)
+			}
+		}
+	}
+	for kg := range uint16(kgs) {
+		if mustApply(t, d, id(kg, 3)) || mustApply(t, d, id(kg, per-1)) {
+			t.Fatalf("a repeat in key group %d was kept", kg)
+		}
+	}
+	flushed(t, d)
+	entries := 0
+	for _, m := range kv.m {
+		entries += runEntries(t, m)
+	}
+	if entries != kgs*per {
+		t.Errorf("the runs hold %d entries, want %d", entries, kgs*per)
+	}
+	restarted := newDedup(t, kv, "d", "id", time.Hour)
+	for i := range per {
+		for kg := range uint16(kgs) {
+			if mustApply(t, restarted, id(kg, i)) {
+				t.Fatalf("after a restart, a repeat of %d-%d was kept", kg, i)
+			}
 		}
 	}
 }

@@ -27,6 +27,7 @@ func TestDedupKeepsItsMemoryWhenItsTTLChanges(t *testing.T) {
 					t.Fatalf("x%d was dropped the first time", i)
 				}
 			}
+			flushed(t, before)                        // the checkpoint
 			after := newDedup(t, kv, "d", "id", c.to) // a restart on the same state
 			within := min(c.from, c.to) / 2
 			for i := range 50 {
@@ -55,8 +56,9 @@ func TestDedupDropsTheEntriesOfAnEarlierTTL(t *testing.T) {
 	for i := range 100 {
 		mustApply(t, before, recAt(fmt.Sprintf(`{"id":%d}`, i), t0.Add(time.Duration(i)*time.Second)))
 	}
+	flushed(t, before)
 	span := widthSpan(before.ns, before.ttl)
-	plain := func() int { return kv.countSpan(span.lo, span.hi) }
+	plain := func() int { return kv.countEntries(t, span.lo, span.hi) }
 	if n := plain(); n != 100 {
 		t.Fatalf("%d entries in the plain layout, want 100", n)
 	}
@@ -79,7 +81,14 @@ func TestDedupDropsTheEntriesOfAnEarlierTTL(t *testing.T) {
 // are those of a restart under the same changed ttl.
 func TestDedupFindsEveryWidthsEntriesAcrossChanges(t *testing.T) {
 	kv := NewMemKV()
-	run := func(ttl time.Duration) *Dedup { return newDedup(t, kv, "d", "id", ttl) }
+	var last *Dedup
+	run := func(ttl time.Duration) *Dedup { // a restart after last's checkpoint
+		if last != nil {
+			flushed(t, last)
+		}
+		last = newDedup(t, kv, "d", "id", ttl)
+		return last
+	}
 	first := run(10 * time.Minute)
 	mustApply(t, first, recAt(`{"id":"a"}`, t0))
 	second := run(30 * time.Minute)
@@ -108,6 +117,26 @@ func (kv *MemKV) countSpan(lo, hi []byte) int {
 	return n
 }
 
+// countEntries is the number of a dedup's entries in [lo, hi): a run's
+// each, any other key one.
+func (kv *MemKV) countEntries(t *testing.T, lo, hi []byte) int {
+	t.Helper()
+	n := 0
+	for k, v := range kv.m {
+		if k < string(lo) || k >= string(hi) {
+			continue
+		}
+		if len(v) == 0 || v[0] != runFormat {
+			n++
+			continue
+		}
+		if err := eachRunEntry(v, func(int, int64, []byte) bool { n++; return true }); err != nil {
+			t.Fatalf("run %q: %v", k, err)
+		}
+	}
+	return n
+}
+
 // Two workers that changed ttl at different points of their state (one had
 // written under the old ttl, the other nothing yet), merged by a rescale:
 // the merged state starts and finds every value. (With the old width
@@ -115,10 +144,10 @@ func (kv *MemKV) countSpan(lo, hi []byte) int {
 // disagreed and the job could not start again.)
 func TestDedupMergesWorkersThatChangedTTLApart(t *testing.T) {
 	w1 := &groupedKV{kg: 1, m: map[uint16]*MemKV{}}
-	mustApply(t, newDedup(t, w1, "d", "id", 10*time.Minute), recAt(`{"id":"a"}`, t0))
+	flushed(t, applied(t, newDedup(t, w1, "d", "id", 10*time.Minute), recAt(`{"id":"a"}`, t0)))
 	w2 := &groupedKV{kg: 2, m: map[uint16]*MemKV{}}
-	mustApply(t, newDedup(t, w1, "d", "id", 20*time.Minute), recAt(`{"id":"b"}`, t0.Add(time.Second)))
-	mustApply(t, newDedup(t, w2, "d", "id", 20*time.Minute), recAt(`{"id":"c"}`, t0.Add(time.Second)))
+	flushed(t, applied(t, newDedup(t, w1, "d", "id", 20*time.Minute), recAt(`{"id":"b"}`, t0.Add(time.Second))))
+	flushed(t, applied(t, newDedup(t, w2, "d", "id", 20*time.Minute), recAt(`{"id":"c"}`, t0.Add(time.Second))))
 	merged := &groupedKV{m: map[uint16]*MemKV{1: w1.m[1], 2: w2.m[2]}}
 	d := newDedup(t, merged, "d", "id", 20*time.Minute)
 	for kg, id := range map[uint16]string{1: "a", 1 + 16: "b", 2: "c"} {
@@ -170,6 +199,7 @@ func TestDedupPrunesAnEarlierTTLsBucketsAsTimeGoesOn(t *testing.T) {
 	for i := range 100 { // 100 buckets of 1 s (three live at a time: the others expire)
 		mustApply(t, before, recAt(fmt.Sprintf(`{"id":%d}`, i), t0.Add(time.Duration(i)*time.Second)))
 	}
+	flushed(t, before)
 	after := newDedup(t, kv, "d", "id", 5*time.Second)
 	mustApply(t, after, recAt(`{"id":"x"}`, t0.Add(100*time.Second)))
 	if len(after.old) != 1 || len(after.old[0].sets) != 3 {
@@ -200,17 +230,20 @@ func TestDedupLooksUpAnEarlierGenerationAcrossAllTime(t *testing.T) {
 	kv := NewMemKV()
 	d1 := newDedup(t, kv, "d", "id", time.Millisecond)
 	mustApply(t, d1, recAt(`{"id":"x"}`, time.UnixMilli(1<<62)))
+	flushed(t, d1)
 	applyFarBefore(t, newDedup(t, kv, "d", "id", time.Minute), "an earlier generation's")
 }
 
 func TestDedupLooksUpThePreviousVersionsStateAcrossAllTime(t *testing.T) {
 	kv := NewMemKV()
 	d1 := newDedup(t, kv, "d", "id", time.Millisecond)
-	mustApply(t, d1, recAt(`{"id":"x"}`, time.UnixMilli(1<<62)))
+	flushed(t, applied(t, d1, recAt(`{"id":"x"}`, time.UnixMilli(1<<62))))
 	span := widthSpan(d1.ns, 1)
 	for k, v := range kv.m { // as the version before wrote it
 		delete(kv.m, k)
-		kv.m["transform/dedup/d/\x00"+k[len(span.head):]] = v
+		for nk, nv := range previousVersionEntries("transform/dedup/d/\x00"+k[len(span.head):], v) {
+			kv.m[nk] = nv
+		}
 	}
 	applyFarBefore(t, newDedup(t, kv, "d", "id", time.Millisecond), "the previous version's")
 }

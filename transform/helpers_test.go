@@ -20,6 +20,25 @@ func recAt(value string, at time.Time) *record.Record {
 	return r
 }
 
+// flushed flushes d, as the runtime does before a snapshot of its KV (a
+// restart's state), and returns it.
+func flushed(t *testing.T, d *Dedup) *Dedup {
+	t.Helper()
+	if err := d.Flush(); err != nil {
+		t.Fatalf("Flush: %v", err)
+	}
+	return d
+}
+
+// applied applies r to d, which must keep it, and returns d.
+func applied(t *testing.T, d *Dedup, r *record.Record) *Dedup {
+	t.Helper()
+	if !mustApply(t, d, r) {
+		t.Fatalf("Apply(%s) dropped a first sighting", r.Value)
+	}
+	return d
+}
+
 func mustApply(t *testing.T, tr Transform, r *record.Record) bool {
 	t.Helper()
 	keep, err := tr.Apply(r)
@@ -29,16 +48,4 @@ func mustApply(t *testing.T, tr Transform, r *record.Record) bool {
 	return keep
 }
 
-// failKV is a KV whose every read and write fails; expiring succeeds (it
-// holds nothing to free), so that a dedup's first call to fail is Get.
-type failKV struct{}
-
 var errDisk = errors.New("disk on fire")
-
-func (failKV) Get([]byte) ([]byte, bool, error) { return nil, false, errDisk }
-func (failKV) Set([]byte, []byte) error         { return errDisk }
-func (failKV) Delete([]byte) error              { return errDisk }
-func (failKV) Expire([]byte, []byte) error      { return nil }
-func (failKV) Scan([]byte, []byte, func(key, value []byte) error) error {
-	return nil
-}

@@ -23,10 +23,13 @@ import (
 //     record. On error the record is neither kept nor dropped: the runtime
 //     applies the job's policy (fail, skip, dead-letter) to it. An error
 //     wrapping ErrDecode leaves r.Value as it was.
-//  4. Checkpoints need nothing from a Transform: a stateful transform keeps
-//     all its state in the KV it was given, so the worker's snapshot of that
-//     KV at a barrier is the transform's snapshot, and a restore is simply a
-//     new instance on the restored KV.
+//  4. At a barrier, the runtime calls Flush on a transform that is a
+//     Flusher, then snapshots the KV: a stateful transform keeps all its
+//     state in the KV it was given (some of it held back in memory until
+//     Flush), so the worker's snapshot of that KV is the transform's
+//     snapshot, and a restore is simply a new instance on the restored KV.
+//     What a Flusher held back when the process stopped without a barrier
+//     is lost with the records it came from, which a restore replays.
 //
 // Replay after a restart must give the same results as the first run, so a
 // transform is a deterministic function of the record and its KV: it uses
@@ -59,6 +62,24 @@ type KV interface {
 	Delete(key []byte) error
 	Expire(start, end []byte) error
 	Scan(start, end []byte, fn func(key, value []byte) error) error
+}
+
+// Flusher is a stateful Transform that holds some of its writes back in
+// memory (a dedup's runs of entries, dedupruns.go). Flush writes them to
+// the KV: after it, the KV holds what every record applied so far wrote,
+// as a snapshot needs. Flush may leave the KV in another key group than
+// the record's (KeyGroups): the runtime sets it again before the next one.
+type Flusher interface {
+	Flush() error
+}
+
+// KeyGroups is a KV with key groups (package state's Store): KeyGroup is
+// the key group Get, Set and Delete act in, the record's, which
+// SetKeyGroup changes. A Flusher writes what records of several key
+// groups held back, each in its own. A KV without them (MemKV) has one.
+type KeyGroups interface {
+	KeyGroup() int
+	SetKeyGroup(kg int) error
 }
 
 // Kinds of built-in transforms, as written in the config's "type".

@@ -1,0 +1,233 @@
+package transform
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+)
+
+// A Dedup writes its numbered entries in runs: the entries of one block of
+// numbers (runLen of them, see blockShift), all of one key group, in one
+// KV entry. The KV's cost is per entry (a memtable insert, a changelog
+// record, a flushed table's key), not per byte: one entry per run instead
+// of one per value took about 28% off the dedup's CPU in a prototype
+// (bench/RESULTS.md, "What fewer Pebble entries would give the dedup").
+//
+//	key:   the bucket's prefix (dedup.go), runTag, the run's first number
+//	       (uint32 big-endian, a multiple of runLen)
+//	value: runFormat, then each entry in number order: its first
+//	       sighting (int64 big-endian Unix ms), the value's length
+//	       (uvarint) and the value (as in a by-value key)
+//
+// A bucket gives each key group that writes to it a block of numbers at a
+// time (bucketIndex.reserve); the run fills in memory (openRun) and is
+// written when full, and as far as it got at every Flush (before the
+// state's snapshot: a run is written again as it grows). A lookup of an
+// entry of a run still open reads it in memory. After a restore the open
+// runs are not continued: new blocks begin after the numbers loaded.
+// Entries numbered one per KV entry (numberTag) are those of the version
+// before runs; a bucket holding some is read both ways (numberedKeys).
+const (
+	runTag    = 0x02 // after the bucket: a run of numbered entries
+	runFormat = 3    // a run's value
+	runLen    = 1 << blockShift
+)
+
+// openRun is the run a key group is filling in a bucket.
+type openRun struct {
+	n0      uint32 // its first number
+	count   int    // its entries
+	written int    // of them, in the KV
+	buf     []byte // its value: runFormat, then the entries
+}
+
+// appendRunEntry appends an entry first seen at first of value v to a
+// run's value.
+func appendRunEntry(dst []byte, first int64, v []byte) []byte {
+	dst = binary.BigEndian.AppendUint64(dst, uint64(first))
+	dst = binary.AppendUvarint(dst, uint64(len(v)))
+	return append(dst, v...)
+}
+
+// eachRunEntry calls fn with each entry of the run value v (after its
+// format byte) in order, until fn returns false; an error if v is not a
+// run's value.
+func eachRunEntry(v []byte, fn func(i int, first int64, val []byte) bool) error {
+	if len(v) < 1 || v[0] != runFormat {
+		return fmt.Errorf("unknown format (%d bytes)", len(v))
+	}
+	v = v[1:]
+	for i := 0; len(v) > 0; i++ {
+		if len(v) < 9 {
+			return fmt.Errorf("entry %d cut short", i)
+		}
+		first := int64(binary.BigEndian.Uint64(v))
+		l, k := binary.Uvarint(v[8:])
+		if k <= 0 || uint64(len(v)-8-k) < l || i >= runLen {
+			return fmt.Errorf("entry %d malformed", i)
+		}
+		if !fn(i, first, v[8+k:8+k+int(l)]) {
+			return nil
+		}
+		v = v[8+k+int(l):]
+	}
+	return nil
+}
+
+// runEntry returns the first sighting of the current value in entry i of
+// the run value v: ok is false if the run has no entry i or it is another
+// value's (of the same fingerprint).
+func (t *Dedup) runEntry(v []byte, i int) (first int64, ok bool, err error) {
+	err = eachRunEntry(v, func(j int, f int64, val []byte) bool {
+		if j < i {
+			return true
+		}
+		first, ok = f, bytes.Equal(val, t.val)
+		return false
+	})
+	return first, ok && err == nil, err
+}
+
+// runKey is the key of the run beginning at number n0 of bucket b of the
+// generation g, in t.key.
+func (t *Dedup) runKey(g *keySpan, b int64, n0 uint32) []byte {
+	t.key = binary.BigEndian.AppendUint32(append(g.bucketPrefix(t.key[:0], b), runTag), n0)
+	return t.key
+}
+
+// keyGroup is the key group of the current record: the KV's, or 0 for a
+// KV without key groups.
+func (t *Dedup) keyGroup() uint16 {
+	if t.kgs == nil {
+		return 0
+	}
+	return uint16(t.kgs.KeyGroup())
+}
+
+// writeNumbered writes the current value's first sighting at now as an
+// entry of the open run of the record's key group in bucket b (index s),
+// opening one if it has none; false if the bucket has no numbers left (the
+// caller writes by value).
+func (t *Dedup) writeNumbered(b int64, s *bucketIndex, now int64) (bool, error) {
+	kg := t.keyGroup()
+	r := s.runs[kg]
+	if r == nil {
+		if len(s.runs) >= maxOpenRuns {
+			if err := t.closeRuns(b, s, kg); err != nil {
+				return false, err
+			}
+		}
+		n0, ok := s.reserve()
+		if !ok {
+			return false, nil
+		}
+		if s.runs == nil {
+			s.runs = make(map[uint16]*openRun)
+		}
+		r = t.newRun(n0)
+		s.runs[kg] = r
+	}
+	s.put(t.hash>>32, r.n0+uint32(r.count), now)
+	r.buf = appendRunEntry(r.buf, now, t.val)
+	if r.count++; r.count < runLen {
+		return true, nil
+	}
+	delete(s.runs, kg)
+	err := t.kv.Set(t.runKey(&t.gen, b, r.n0), r.buf)
+	t.freeRuns = append(t.freeRuns, r)
+	return true, err
+}
+
+// maxOpenRuns bounds a bucket's open runs, and so the memory they hold
+// (about 2 KB each with 20-byte values): with many key groups per worker
+// (pipeline.max_parallelism in the thousands) a run may not fill before
+// its bucket expires. Past it the bucket's runs are written and closed:
+// their unused numbers are lost, and a bucket whose numbers run out writes
+// by value. With the default 128 key groups it is never reached.
+var maxOpenRuns = 512 // a variable for tests
+
+// closeRuns writes bucket b's (index s) open runs, each in its key group,
+// and closes them; the KV is left in key group kg (the record's).
+func (t *Dedup) closeRuns(b int64, s *bucketIndex, kg uint16) error {
+	if err := t.flushRuns(b, s); err != nil {
+		return err
+	}
+	for rkg, r := range s.runs {
+		t.freeRuns = append(t.freeRuns, r)
+		delete(s.runs, rkg)
+	}
+	if t.kgs != nil {
+		return t.kgs.SetKeyGroup(int(kg))
+	}
+	return nil
+}
+
+// newRun is an empty open run from number n0, on a buffer of a written
+// one when there is one.
+func (t *Dedup) newRun(n0 uint32) *openRun {
+	var buf []byte
+	if k := len(t.freeRuns); k > 0 {
+		buf = t.freeRuns[k-1].buf[:0]
+		t.freeRuns = t.freeRuns[:k-1]
+	}
+	return &openRun{n0: n0, buf: append(buf, runFormat)}
+}
+
+// getNumbered reads the first sighting of the current value in entry n of
+// bucket c (index s) of the generation g: in its open run, or in its run
+// in the KV, or (in a bucket that has them) its entry of the version
+// before runs.
+func (t *Dedup) getNumbered(g *keySpan, c int64, s *bucketIndex, n uint32) (int64, bool, error) {
+	n0, i := n&^(runLen-1), int(n&(runLen-1))
+	if r := s.runs[t.keyGroup()]; r != nil && r.n0 == n0 {
+		return t.runEntry(r.buf, i)
+	}
+	v, ok, err := t.kv.Get(t.runKey(g, c, n0))
+	if err != nil {
+		return 0, false, err
+	}
+	if ok {
+		first, found, err := t.runEntry(v, i)
+		if err != nil {
+			return 0, false, fmt.Errorf("dedup entry %q: %w", t.key, err)
+		}
+		if found {
+			return first, true, nil
+		}
+	}
+	if !s.numberedKeys {
+		return 0, false, nil
+	}
+	return t.get(t.numberKey(g, c, n), true)
+}
+
+// Flush writes every open run's entries not yet in the KV, each in its
+// key group; the KV is left in the last one's (see Flusher).
+func (t *Dedup) Flush() error {
+	for b, s := range t.index.sets {
+		if err := t.flushRuns(b, s); err != nil {
+			return fmt.Errorf("%w: dedup flush: %w", ErrState, err)
+		}
+	}
+	return nil
+}
+
+// flushRuns writes what bucket b's (index s) open runs hold and the KV
+// does not, each in its key group.
+func (t *Dedup) flushRuns(b int64, s *bucketIndex) error {
+	for rkg, r := range s.runs {
+		if r.written == r.count {
+			continue
+		}
+		if t.kgs != nil {
+			if err := t.kgs.SetKeyGroup(int(rkg)); err != nil {
+				return err
+			}
+		}
+		if err := t.kv.Set(t.runKey(&t.gen, b, r.n0), r.buf); err != nil {
+			return err
+		}
+		r.written = r.count
+	}
+	return nil
+}
