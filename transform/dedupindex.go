@@ -4,6 +4,7 @@ import (
 	"hash/maphash"
 	"runtime"
 	"slices"
+	"sync/atomic"
 
 	"github.com/connector-dev/connector/internal/offheap"
 )
@@ -79,6 +80,7 @@ func (x *index) expire(keep int64) {
 // a lookup to the KV needlessly, never skip one it needs. 11 to 21 bytes a
 // value (the table is 3/8 to 3/4 full), against about 40 in a Go map.
 type bucketIndex struct {
+	id uint64 // this process's only (bucketIDs): the run cache's name for it
 	// start and unit place a slot's time: an entry first seen at start +
 	// q*unit up to start + (q+1)*unit - 1 (q < qUnknown) has q in its
 	// slot. unit 0: no times in slots (every q is qUnknown).
@@ -130,10 +132,13 @@ const (
 	numMask  = 1<<qShift - 1
 )
 
+// bucketIDs numbers the bucket indexes a process makes.
+var bucketIDs atomic.Uint64
+
 // newBucketIndex is an empty index of the bucket of width ms beginning at
 // start (Unix ms).
 func newBucketIndex(start, width int64) *bucketIndex {
-	s := &bucketIndex{start: start, unit: (width + qUnknown - 1) / qUnknown, slotsMem: offheap.New(1024)}
+	s := &bucketIndex{id: bucketIDs.Add(1), start: start, unit: (width + qUnknown - 1) / qUnknown, slotsMem: offheap.New(1024)}
 	s.slots = s.slotsMem.W
 	return s
 }

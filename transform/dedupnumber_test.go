@@ -346,3 +346,35 @@ func TestDedupBoundsABucketsOpenRunsAndLosesNothingClosingThem(t *testing.T) {
 		}
 	}
 }
+
+// The repeats of a written run's values read the KV once for the run, not
+// once each: the run is cached. A bucket expired and begun again is
+// another: its runs, numbered from 0 again, are never taken for the cached
+// runs of the one before.
+func TestDedupReadsAWrittenRunOnceForAllItsRepeats(t *testing.T) {
+	kv := &countingKV{MemKV: NewMemKV()}
+	d := newDedup(t, kv, "d", "id", time.Minute)
+	for i := range runLen + 1 { // a full run, written, and one entry of the next
+		applied(t, d, recAt(fmt.Sprintf(`{"id":%d}`, i), t0))
+	}
+	for i := range runLen {
+		if mustApply(t, d, recAt(fmt.Sprintf(`{"id":%d}`, i), t0.Add(time.Second))) {
+			t.Fatalf("a repeat of %d was kept", i)
+		}
+	}
+	if kv.gets != 1 {
+		t.Errorf("%d KV reads for the %d repeats of a written run, want 1", kv.gets, runLen)
+	}
+
+	// Far ahead: t0's bucket expires. Records late by more than two TTLs
+	// begin it again with the same values, 50 s later: a run numbered
+	// from 0 again, under the key of the cached one. A repeat 20 s after
+	// the new sighting (70 s after the old) must find the new one.
+	applied(t, d, recAt(`{"id":"ahead"}`, t0.Add(10*time.Minute)))
+	for i := range runLen + 1 {
+		applied(t, d, recAt(fmt.Sprintf(`{"id":%d}`, i), t0.Add(50*time.Second)))
+	}
+	if mustApply(t, d, recAt(`{"id":3}`, t0.Add(70*time.Second))) {
+		t.Error("a repeat 20 s after its sighting in the bucket begun again was kept: the expired bucket's cached run was read")
+	}
+}
