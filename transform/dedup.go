@@ -577,8 +577,7 @@ func (t *Dedup) load(now int64) error {
 		case numbered:
 			bad = len(key) != bucket+5 || v[0] != numberFormat || binary.BigEndian.Uint32(key[bucket+1:]) >= 1<<31
 		case run:
-			n0 := binary.BigEndian.Uint32(key[bucket+1:])
-			bad = len(key) != bucket+5 || n0%runLen != 0 || n0 >= 1<<31
+			bad = len(key) != bucket+5 || binary.BigEndian.Uint32(key[bucket+1:])%runLen != 0 || binary.BigEndian.Uint32(key[bucket+1:]) >= 1<<31
 		case !bad:
 			bad = len(v) != 9 || v[0] != dedupFormat
 		}

@@ -378,3 +378,63 @@ func TestDedupReadsAWrittenRunOnceForAllItsRepeats(t *testing.T) {
 		t.Error("a repeat 20 s after its sighting in the bucket begun again was kept: the expired bucket's cached run was read")
 	}
 }
+
+
+// A run key cut short (the run tag and fewer than 4 bytes of number) is
+// malformed state: load must report it as an unknown format, as it does for
+// a numbered key cut short, not panic.
+func TestDedupLoadReportsARunKeyCutShort(t *testing.T) {
+	for _, tag := range []byte{numberTag, runTag} {
+		kv := NewMemKV()
+		d := newDedup(t, kv, "d", "id", time.Hour)
+		span := widthSpan([]byte("transform/dedup/d/"), time.Hour.Milliseconds())
+		k := append(span.bucketPrefix(nil, d.bucket(t0.UnixMilli())), tag, 0, 0) // 2 bytes of number, not 4
+		v := appendRunEntry([]byte{runFormat}, t0.UnixMilli(), []byte(`"a`))
+		if tag == numberTag {
+			v = append(binary.BigEndian.AppendUint64([]byte{numberFormat}, uint64(t0.UnixMilli())), `"a`...)
+		}
+		kv.Set(k, v)
+		func() {
+			defer func() {
+				if p := recover(); p != nil {
+					t.Errorf("tag %#x: load panicked on a key cut short: %v", tag, p)
+				}
+			}()
+			if _, err := d.Apply(rec(`{"id":"a"}`)); err == nil {
+				t.Errorf("tag %#x: a key cut short was read without error", tag)
+			}
+		}()
+	}
+}
+
+// A worker with more key groups than maxOpenRuns (max_parallelism in the
+// thousands over a few workers): runs are closed after an entry or two,
+// and a closed run is taken up again at its key group's next write, so the
+// bucket numbers its values up to indexCap. When the rest of a closed
+// run's block was thrown away instead, the numbers (numMask/runLen
+// blocks) ran out after ~70-150K values, far below indexCap, and every
+// later value was written by value. Found by a review helper.
+func TestDedupNumbersABucketsValuesUpToIndexCapWithManyKeyGroups(t *testing.T) {
+	defer func(m, c int) { maxOpenRuns, indexCap = m, c }(maxOpenRuns, indexCap)
+	maxOpenRuns, indexCap = 64, 200_000
+	const kgs = 1024
+	kv := &groupedKV{m: map[uint16]*MemKV{}}
+	d := newDedup(t, kv, "d", "id", time.Hour)
+	id := func(i int) *record.Record {
+		kv.kg = uint16(i * 7919 % kgs)
+		return recAt(fmt.Sprintf(`{"id":%d}`, i), t0)
+	}
+	for i := range indexCap {
+		applied(t, d, id(i))
+		if s := d.index.sets[d.bucket(t0.UnixMilli())]; s.byValue || len(s.runs) > maxOpenRuns {
+			t.Fatalf("after %d values: by value %v (next number %d of %d), %d open runs (at most %d)", i+1, s.byValue, s.next, numMask, len(s.runs), maxOpenRuns)
+		}
+	}
+	flushed(t, d)
+	restarted := newDedup(t, kv, "d", "id", time.Hour)
+	for i := 0; i < indexCap; i += 101 {
+		if mustApply(t, restarted, id(i)) {
+			t.Fatalf("after a restart, the repeat of %d was kept", i)
+		}
+	}
+}

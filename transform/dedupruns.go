@@ -117,15 +117,10 @@ func (t *Dedup) writeNumbered(b int64, s *bucketIndex, now int64) (bool, error) 
 				return false, err
 			}
 		}
-		n0, ok := s.reserve()
-		if !ok {
-			return false, nil
+		var err error
+		if r, err = t.openRun(b, s, kg); r == nil || err != nil {
+			return false, err
 		}
-		if s.runs == nil {
-			s.runs = make(map[uint16]*openRun)
-		}
-		r = t.newRun(n0)
-		s.runs[kg] = r
 	}
 	s.put(t.hash>>32, r.n0+uint32(r.count), now)
 	r.buf = appendRunEntry(r.buf, now, t.val)
@@ -139,20 +134,63 @@ func (t *Dedup) writeNumbered(b int64, s *bucketIndex, now int64) (bool, error) 
 }
 
 // maxOpenRuns bounds a bucket's open runs, and so the memory they hold
-// (about 2 KB each with 20-byte values): with many key groups per worker
-// (pipeline.max_parallelism in the thousands) a run may not fill before
-// its bucket expires. Past it the bucket's runs are written and closed:
-// their unused numbers are lost, and a bucket whose numbers run out writes
-// by value. With the default 128 key groups it is never reached.
-var maxOpenRuns = 512 // a variable for tests
+// (up to about 2 KB each with 20-byte values, 8 MB in all): a worker of
+// many key groups (pipeline.max_parallelism in the thousands) has many
+// runs that fill slowly. Past it the bucket's runs are written and
+// closed; a key group's closed run not full is taken up again (read back)
+// at its next write, so that no numbers are lost (a bucket whose numbers
+// run out writes by value). With the default 128 key groups it is never
+// reached.
+var maxOpenRuns = 4096 // a variable for tests
+
+// openRun opens a run for key group kg (the record's) in bucket b (index
+// s): the key group's closed run not full if it has one, read back, else
+// a new block of numbers; nil when the bucket has none left.
+func (t *Dedup) openRun(b int64, s *bucketIndex, kg uint16) (*openRun, error) {
+	if s.runs == nil {
+		s.runs = make(map[uint16]*openRun)
+	}
+	if n0, ok := s.closed[kg]; ok {
+		delete(s.closed, kg)
+		v, found, err := t.kv.Get(t.runKey(&t.gen, b, n0))
+		if err != nil {
+			return nil, err
+		}
+		if found {
+			r := t.newRun(n0)
+			r.buf = append(r.buf[:0], v...)
+			if err := eachRunEntry(r.buf, func(int, int64, []byte) bool { r.count++; return true }); err != nil {
+				return nil, fmt.Errorf("dedup entry %q: %w", t.key, err)
+			}
+			r.written = r.count
+			t.cache.forget(s.id, kg, n0) // it grows again
+			s.runs[kg] = r
+			return r, nil
+		}
+	}
+	n0, ok := s.reserve()
+	if !ok {
+		return nil, nil
+	}
+	r := t.newRun(n0)
+	s.runs[kg] = r
+	return r, nil
+}
 
 // closeRuns writes bucket b's (index s) open runs, each in its key group,
-// and closes them; the KV is left in key group kg (the record's).
+// and closes them, noting those not full (bucketIndex.closed); the KV is
+// left in key group kg (the record's).
 func (t *Dedup) closeRuns(b int64, s *bucketIndex, kg uint16) error {
 	if err := t.flushRuns(b, s); err != nil {
 		return err
 	}
 	for rkg, r := range s.runs {
+		if r.count < runLen {
+			if s.closed == nil {
+				s.closed = make(map[uint16]uint32)
+			}
+			s.closed[rkg] = r.n0
+		}
 		t.freeRuns = append(t.freeRuns, r)
 		delete(s.runs, rkg)
 	}
@@ -184,7 +222,7 @@ func (t *Dedup) getNumbered(g *keySpan, c int64, s *bucketIndex, n uint32) (int6
 		return t.runEntry(r.buf, i)
 	}
 	cached := t.cache.slot(s.id, kg, n0)
-	v, ok := cached.val, cached.val != nil && cached.set == s.id && cached.kg == kg && cached.n0 == n0
+	v, ok := cached.val, len(cached.val) > 0 && cached.set == s.id && cached.kg == kg && cached.n0 == n0
 	if !ok {
 		var err error
 		if v, ok, err = t.kv.Get(t.runKey(g, c, n0)); err != nil {
@@ -244,9 +282,9 @@ func (t *Dedup) flushRuns(b int64, s *bucketIndex) error {
 // runCache holds runs that lookups read from the KV, so that the repeats
 // of a run's values (a dedup whose records are mostly repeats) are found
 // in memory, not by a KV read each (with Pebble, an iterator: about 2 µs).
-// A run read from the KV is one no Dedup holds open, so it never changes
-// (runs are written again only while open, and a closed block is never
-// reserved again); a cached run is known by its bucket's index (id: a
+// A run read from the KV is one no Dedup holds open, so it does not change
+// (runs are written again only while open, a block is reserved once, and
+// a run taken up again is forgotten); a cached run is known by its bucket's index (id: a
 // bucket expired and begun again is another, whose runs begin at number 0
 // again), key group and first number. Direct-mapped: a slot holds the last
 // run read of those that map to it.
@@ -268,7 +306,18 @@ type cachedRun struct {
 	set uint64 // the id of the bucket's index
 	kg  uint16
 	n0  uint32
-	val []byte // nil: empty
+	val []byte // empty: the slot is
+}
+
+// forget empties the slot of the run of key group kg from number n0 in
+// the bucket whose index has id set, if it holds that run.
+func (c *runCache) forget(set uint64, kg uint16, n0 uint32) {
+	if c.slots == nil {
+		return
+	}
+	if e := c.slot(set, kg, n0); e.set == set && e.kg == kg && e.n0 == n0 {
+		e.val = e.val[:0]
+	}
 }
 
 // slot is the slot of the run of key group kg from number n0 in the
