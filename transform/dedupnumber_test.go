@@ -379,7 +379,6 @@ func TestDedupReadsAWrittenRunOnceForAllItsRepeats(t *testing.T) {
 	}
 }
 
-
 // A run key cut short (the run tag and fewer than 4 bytes of number) is
 // malformed state: load must report it as an unknown format, as it does for
 // a numbered key cut short, not panic.
