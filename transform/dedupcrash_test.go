@@ -91,8 +91,19 @@ func crashHistory(t *testing.T, seed int64) (ok bool) {
 	logf := func(f string, a ...any) { log = append(log, fmt.Sprintf(f, a...)) }
 	indexCap = []int{1, 2, 3, 100, 200, 1000, 1 << 20}[rng.Intn(7)]
 	staleEvery = []uint64{4, 16, 1 << 16}[rng.Intn(3)]
-	maxOpenRuns = []int{1, 2, 512}[rng.Intn(3)]
-	const nkg = 4
+	maxOpenRuns = []int{1, 2, 3, 512}[rng.Intn(4)]
+	// Key groups: a few, or more than maxOpenRuns many times over (runs
+	// closed and taken up again all the time).
+	nkg := uint16([]int{4, 4, 24}[rng.Intn(3)])
+	// Values: short, or long enough that a run passes maxCachedRun (a run
+	// the cache does not hold), or a mix.
+	pad := []int{0, 0, 40, 120}[rng.Intn(4)]
+	valOf := func(v int) string {
+		if pad == 0 || v%3 == 0 {
+			return fmt.Sprintf("v%d", v)
+		}
+		return fmt.Sprintf("v%d-%0*d", v, pad, v)
+	}
 	store := map[uint16]*MemKV{}
 	hist := map[uint16]map[string][]byte{}
 	for kg := uint16(0); kg < nkg; kg++ {
@@ -120,7 +131,7 @@ func crashHistory(t *testing.T, seed int64) (ok bool) {
 	if rng.Intn(2) == 0 {
 		upgradeAt = 1 + rng.Intn(2)
 	}
-	logf("seed %d indexCap %d staleEvery %d maxOpenRuns %d ttls %v base %d resurrect %v plain %v vals %d", seed, indexCap, staleEvery, maxOpenRuns, ttlSet, base, resurrect, plain, vals)
+	logf("seed %d indexCap %d staleEvery %d maxOpenRuns %d nkg %d pad %d ttls %v base %d resurrect %v plain %v vals %d", seed, indexCap, staleEvery, maxOpenRuns, nkg, pad, ttlSet, base, resurrect, plain, vals)
 	P0 := ttlSet[0]
 	ttls = []int64{P0}
 	guaranteed := func(s sighting) bool {
@@ -210,7 +221,7 @@ func crashHistory(t *testing.T, seed int64) (ok bool) {
 				}
 			}
 			M = max(M, now)
-			recs[i] = crec{uint16(rng.Intn(nkg)), rng.Intn(vals), now, M}
+			recs[i] = crec{uint16(rng.Intn(int(nkg))), rng.Intn(vals), now, M}
 		}
 		Mend := M
 		ckStore, ckHist, ckKept, ckI := copyStore(store), copyHist(hist), append([]sighting(nil), kept...), 0
@@ -247,7 +258,7 @@ func crashHistory(t *testing.T, seed int64) (ok bool) {
 			r := recs[i]
 			M = r.M
 			kg, v, now := r.kg, r.v, r.now
-			val := fmt.Sprintf(`"v%d`, v)
+			val := `"` + valOf(v)
 			w := owner[kg]
 			if rng.Intn(25) == 0 {
 				if err := ds[w].Flush(); err != nil {
@@ -256,7 +267,7 @@ func crashHistory(t *testing.T, seed int64) (ok bool) {
 				}
 			}
 			kvs[w].kg = kg
-			keep, err := ds[w].Apply(recAt(fmt.Sprintf(`{"id":"v%d"}`, v), time.UnixMilli(now)))
+			keep, err := ds[w].Apply(recAt(fmt.Sprintf(`{"id":"%s"}`, valOf(v)), time.UnixMilli(now)))
 			if err != nil {
 				logf("ERROR %v", err)
 				t.Errorf("seed %d: error %v", seed, err)

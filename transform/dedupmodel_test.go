@@ -18,16 +18,46 @@ type modelKV struct {
 	kg   uint16
 	own  map[uint16]*MemKV
 	hist map[uint16]map[string][]byte // every Set, for resurrection
+	// last is the value the last Get returned: the next call scribbles
+	// over it (the KV contract: valid until the next call).
+	last []byte
 }
 
-func (kv *modelKV) KeyGroup() int                      { return int(kv.kg) }
-func (kv *modelKV) SetKeyGroup(kg int) error           { kv.kg = uint16(kg); return nil }
-func (kv *modelKV) Get(k []byte) ([]byte, bool, error) { return kv.own[kv.kg].Get(k) }
-func (kv *modelKV) Set(k, v []byte) error {
-	kv.hist[kv.kg][string(k)] = append([]byte(nil), v...)
-	return kv.own[kv.kg].Set(k, v)
+// spoil scribbles over the value the last Get returned.
+func (kv *modelKV) spoil() {
+	for i := range kv.last {
+		kv.last[i] = 0xA5
+	}
+	kv.last = nil
 }
-func (kv *modelKV) Delete(k []byte) error { return kv.own[kv.kg].Delete(k) }
+
+// in is the current key group's store: the key group must be one of the
+// worker's.
+func (kv *modelKV) in() *MemKV {
+	m := kv.own[kv.kg]
+	if m == nil {
+		kv.t.Fatalf("access to key group %d, not the worker's", kv.kg)
+	}
+	return m
+}
+
+func (kv *modelKV) KeyGroup() int            { return int(kv.kg) }
+func (kv *modelKV) SetKeyGroup(kg int) error { kv.spoil(); kv.kg = uint16(kg); return nil }
+func (kv *modelKV) Get(k []byte) ([]byte, bool, error) {
+	kv.spoil()
+	v, ok, err := kv.in().Get(k)
+	if ok {
+		v = append([]byte(nil), v...)
+		kv.last = v
+	}
+	return v, ok, err
+}
+func (kv *modelKV) Set(k, v []byte) error {
+	kv.spoil()
+	kv.hist[kv.kg][string(k)] = append([]byte(nil), v...)
+	return kv.in().Set(k, v)
+}
+func (kv *modelKV) Delete(k []byte) error { kv.spoil(); return kv.in().Delete(k) }
 func (kv *modelKV) checkBound(op string, b []byte) {
 	for _, m := range kv.own {
 		for k := range m.m {
@@ -38,6 +68,7 @@ func (kv *modelKV) checkBound(op string, b []byte) {
 	}
 }
 func (kv *modelKV) Expire(lo, hi []byte) error {
+	kv.spoil()
 	kv.checkBound("expire", lo)
 	kv.checkBound("expire", hi)
 	if bytes.Compare(lo, hi) > 0 {
@@ -49,6 +80,7 @@ func (kv *modelKV) Expire(lo, hi []byte) error {
 	return nil
 }
 func (kv *modelKV) Scan(lo, hi []byte, fn func(k, v []byte) error) error {
+	kv.spoil()
 	kv.checkBound("scan", lo)
 	kv.checkBound("scan", hi)
 	for _, m := range kv.own {

@@ -429,6 +429,12 @@ func TestDedupNumbersABucketsValuesUpToIndexCapWithManyKeyGroups(t *testing.T) {
 			t.Fatalf("after %d values: by value %v (next number %d of %d), %d open runs (at most %d)", i+1, s.byValue, s.next, numMask, len(s.runs), maxOpenRuns)
 		}
 	}
+	// Each key group holds at most one block not full (its open or closed
+	// run): a closed run taken up again in another key group's KV is not
+	// found, and its block's rest is thrown away.
+	if s := d.index.sets[d.bucket(t0.UnixMilli())]; int(s.next) > indexCap+kgs*runLen {
+		t.Errorf("%d values in %d key groups took numbers up to %d: blocks were thrown away", indexCap, kgs, s.next)
+	}
 	flushed(t, d)
 	restarted := newDedup(t, kv, "d", "id", time.Hour)
 	for i := 0; i < indexCap; i += 101 {
