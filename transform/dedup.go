@@ -182,6 +182,7 @@ type Dedup struct {
 	hash       uint64           // the current value's
 	kgs        KeyGroups        // kv's key groups; nil: it has one
 	freeRuns   []*openRun       // written runs, whose buffers newRun reuses
+	stamps     []uint64         // scratch: closeRuns's
 	cache      runCache         // runs read from the KV (dedupruns.go)
 	cands      []uint32         // scratch: entry numbers to read
 	probe      uint64           // lookup's and prefetch's early loads end here (unused)

@@ -54,8 +54,8 @@ func TestDedupCrashModel(t *testing.T) {
 	if s := os.Getenv("DEDUP_MODEL_FROM"); s != "" {
 		seed0, _ = strconv.ParseInt(s, 10, 64)
 	}
-	saveCap, saveStale, saveRuns := indexCap, staleEvery, maxOpenRuns
-	defer func() { indexCap, staleEvery, maxOpenRuns = saveCap, saveStale, saveRuns }()
+	saveCap, saveStale, saveRuns := indexCap, staleEvery, maxOpenBytes
+	defer func() { indexCap, staleEvery, maxOpenBytes = saveCap, saveStale, saveRuns }()
 	crashMustDrops = 0
 	for it := range iters {
 		seed := seed0 + int64(it)
@@ -91,8 +91,8 @@ func crashHistory(t *testing.T, seed int64) (ok bool) {
 	logf := func(f string, a ...any) { log = append(log, fmt.Sprintf(f, a...)) }
 	indexCap = []int{1, 2, 3, 100, 200, 1000, 1 << 20}[rng.Intn(7)]
 	staleEvery = []uint64{4, 16, 1 << 16}[rng.Intn(3)]
-	maxOpenRuns = []int{1, 2, 3, 512}[rng.Intn(4)]
-	// Key groups: a few, or more than maxOpenRuns many times over (runs
+	maxOpenBytes = []int{1, 30, 60, 8 << 20}[rng.Intn(4)]
+	// Key groups: a few, or more than maxOpenBytes holds many times over (runs
 	// closed and taken up again all the time).
 	nkg := uint16([]int{4, 4, 24}[rng.Intn(3)])
 	// Values: short, or long enough that a run passes maxCachedRun (a run
@@ -131,7 +131,7 @@ func crashHistory(t *testing.T, seed int64) (ok bool) {
 	if rng.Intn(2) == 0 {
 		upgradeAt = 1 + rng.Intn(2)
 	}
-	logf("seed %d indexCap %d staleEvery %d maxOpenRuns %d nkg %d pad %d ttls %v base %d resurrect %v plain %v vals %d", seed, indexCap, staleEvery, maxOpenRuns, nkg, pad, ttlSet, base, resurrect, plain, vals)
+	logf("seed %d indexCap %d staleEvery %d maxOpenBytes %d nkg %d pad %d ttls %v base %d resurrect %v plain %v vals %d", seed, indexCap, staleEvery, maxOpenBytes, nkg, pad, ttlSet, base, resurrect, plain, vals)
 	P0 := ttlSet[0]
 	ttls = []int64{P0}
 	guaranteed := func(s sighting) bool {

@@ -112,6 +112,7 @@ type bucketIndex struct {
 	// (dedupruns.go); numberedKeys says the bucket holds entries numbered
 	// one per KV entry, of the version before runs.
 	runs         map[uint16]*openRun
+	openBytes    int               // the bytes of runs' values
 	closed       map[uint16]uint32 // runs closed not full, by key group: their first number
 	numberedKeys bool
 

@@ -126,8 +126,8 @@ func TestDedupAgainstAModel(t *testing.T) {
 		seed0, _ = strconv.ParseInt(s, 10, 64)
 		iters = 1
 	}
-	saveCap, saveStale, saveRuns := indexCap, staleEvery, maxOpenRuns
-	defer func() { indexCap, staleEvery, maxOpenRuns = saveCap, saveStale, saveRuns }()
+	saveCap, saveStale, saveRuns := indexCap, staleEvery, maxOpenBytes
+	defer func() { indexCap, staleEvery, maxOpenBytes = saveCap, saveStale, saveRuns }()
 	mustDrops := 0
 	for it := range iters {
 		seed := seed0 + int64(it)
@@ -155,7 +155,7 @@ func modelHistory(t *testing.T, seed int64) (mustDrops int, ok bool) {
 	logf := func(f string, a ...any) { log = append(log, fmt.Sprintf(f, a...)) }
 	indexCap = []int{1, 2, 3, 1000}[rng.Intn(4)]
 	staleEvery = []uint64{4, 16, 1 << 16}[rng.Intn(3)]
-	maxOpenRuns = []int{1, 2, 512}[rng.Intn(3)]
+	maxOpenBytes = []int{1, 30, 8 << 20}[rng.Intn(3)]
 	const nkg = 4
 	store := map[uint16]*MemKV{}
 	hist := map[uint16]map[string][]byte{}
@@ -177,7 +177,7 @@ func modelHistory(t *testing.T, seed int64) (mustDrops int, ok bool) {
 	plain := rng.Intn(3) == 0
 	legacy := rng.Intn(4) == 0
 	vals := 3 + rng.Intn(5)
-	logf("seed %d indexCap %d staleEvery %d maxOpenRuns %d ttls %v base %d resurrect %v plain %v legacy %v", seed, indexCap, staleEvery, maxOpenRuns, ttlSet, base, resurrect, plain, legacy)
+	logf("seed %d indexCap %d staleEvery %d maxOpenBytes %d ttls %v base %d resurrect %v plain %v legacy %v", seed, indexCap, staleEvery, maxOpenBytes, ttlSet, base, resurrect, plain, legacy)
 	P := ttlSet[0]
 	ttls = []int64{P} // run 0: the previous version's
 	if legacy {

@@ -300,13 +300,14 @@ func runEntries(t *testing.T, m *MemKV) int {
 	return n
 }
 
-// A bucket's open runs stay within maxOpenRuns however many key groups
-// write to it: past it they are written and closed, and every value they
-// held is still found, before and after a restart; new values are numbered
-// past the closed runs' blocks.
+// A bucket's open runs stay within maxOpenBytes however many key groups
+// write to it (a run opens only below it, and holds at least one entry):
+// past it the least recently written are written and closed, and every
+// value they held is still found, before and after a restart; new values
+// are numbered past the closed runs' blocks.
 func TestDedupBoundsABucketsOpenRunsAndLosesNothingClosingThem(t *testing.T) {
-	defer func(m int) { maxOpenRuns = m }(maxOpenRuns)
-	maxOpenRuns = 3
+	defer func(m int) { maxOpenBytes = m }(maxOpenBytes)
+	maxOpenBytes = 60
 	kv := &groupedKV{m: map[uint16]*MemKV{}}
 	d := newDedup(t, kv, "d", "id", time.Hour)
 	id := func(kg uint16, i int) *record.Record {
@@ -319,9 +320,8 @@ func TestDedupBoundsABucketsOpenRunsAndLosesNothingClosingThem(t *testing.T) {
 			if !mustApply(t, d, id(kg, i)) {
 				t.Fatalf("%d-%d dropped at its first sighting", kg, i)
 			}
-			if s := d.index.sets[d.bucket(t0.UnixMilli())]; len(s.runs) > maxOpenRuns {
-				t.Fatalf("%d open runs in a bucket, want at most %d", len(s.runs), maxOpenRuns)
-			}
+			s := d.index.sets[d.bucket(t0.UnixMilli())]
+			checkOpenRuns(t, s, 1+len(`"0-0`)+9)
 		}
 	}
 	for kg := range uint16(kgs) {
@@ -406,16 +406,17 @@ func TestDedupLoadReportsARunKeyCutShort(t *testing.T) {
 	}
 }
 
-// A worker with more key groups than maxOpenRuns (max_parallelism in the
-// thousands over a few workers): runs are closed after an entry or two,
-// and a closed run is taken up again at its key group's next write, so the
-// bucket numbers its values up to indexCap. When the rest of a closed
-// run's block was thrown away instead, the numbers (numMask/runLen
-// blocks) ran out after ~70-150K values, far below indexCap, and every
-// later value was written by value. Found by a review helper.
+// A worker of more key groups than maxOpenBytes holds runs of
+// (max_parallelism in the thousands over a few workers): runs are closed
+// after an entry or two, and a closed run is taken up again at its key
+// group's next write, so the bucket numbers its values up to indexCap.
+// When the rest of a closed run's block was thrown away instead, the
+// numbers (numMask/runLen blocks) ran out after ~70-150K values, far below
+// indexCap, and every later value was written by value. Found by a review
+// helper.
 func TestDedupNumbersABucketsValuesUpToIndexCapWithManyKeyGroups(t *testing.T) {
-	defer func(m, c int) { maxOpenRuns, indexCap = m, c }(maxOpenRuns, indexCap)
-	maxOpenRuns, indexCap = 64, 200_000
+	defer func(m, c int) { maxOpenBytes, indexCap = m, c }(maxOpenBytes, indexCap)
+	maxOpenBytes, indexCap = 64*17, 200_000
 	const kgs = 1024
 	kv := &groupedKV{m: map[uint16]*MemKV{}}
 	d := newDedup(t, kv, "d", "id", time.Hour)
@@ -425,9 +426,11 @@ func TestDedupNumbersABucketsValuesUpToIndexCapWithManyKeyGroups(t *testing.T) {
 	}
 	for i := range indexCap {
 		applied(t, d, id(i))
-		if s := d.index.sets[d.bucket(t0.UnixMilli())]; s.byValue || len(s.runs) > maxOpenRuns {
-			t.Fatalf("after %d values: by value %v (next number %d of %d), %d open runs (at most %d)", i+1, s.byValue, s.next, numMask, len(s.runs), maxOpenRuns)
+		s := d.index.sets[d.bucket(t0.UnixMilli())]
+		if s.byValue {
+			t.Fatalf("after %d values: by value (next number %d of %d)", i+1, s.next, numMask)
 		}
+		checkOpenRuns(t, s, 1+9+1)
 	}
 	// Each key group holds at most one block not full (its open or closed
 	// run): a closed run taken up again in another key group's KV is not
@@ -441,5 +444,22 @@ func TestDedupNumbersABucketsValuesUpToIndexCapWithManyKeyGroups(t *testing.T) {
 		if mustApply(t, restarted, id(i)) {
 			t.Fatalf("after a restart, the repeat of %d was kept", i)
 		}
+	}
+}
+
+// checkOpenRuns checks s's count of its open runs' bytes, and that it has
+// no more open runs than maxOpenBytes allows when each holds at least
+// least bytes (a run opens only while the bytes are below maxOpenBytes).
+func checkOpenRuns(t *testing.T, s *bucketIndex, least int) {
+	t.Helper()
+	n := 0
+	for _, r := range s.runs {
+		n += len(r.buf)
+	}
+	if n != s.openBytes {
+		t.Fatalf("the open runs hold %d bytes, counted %d", n, s.openBytes)
+	}
+	if most := maxOpenBytes/least + 1; len(s.runs) > most {
+		t.Fatalf("%d open runs in a bucket, want at most %d", len(s.runs), most)
 	}
 }

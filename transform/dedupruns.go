@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"slices"
 )
 
 // A Dedup writes its numbered entries in runs: the entries of one block of
@@ -38,6 +39,7 @@ type openRun struct {
 	n0      uint32 // its first number
 	count   int    // its entries
 	written int    // of them, in the KV
+	used    uint64 // the Dedup's record count at its last entry
 	buf     []byte // its value: runFormat, then the entries
 }
 
@@ -112,7 +114,7 @@ func (t *Dedup) writeNumbered(b int64, s *bucketIndex, now int64) (bool, error) 
 	kg := t.keyGroup()
 	r := s.runs[kg]
 	if r == nil {
-		if len(s.runs) >= maxOpenRuns {
+		if s.openBytes >= maxOpenBytes {
 			if err := t.closeRuns(b, s, kg); err != nil {
 				return false, err
 			}
@@ -123,25 +125,31 @@ func (t *Dedup) writeNumbered(b int64, s *bucketIndex, now int64) (bool, error) 
 		}
 	}
 	s.put(t.hash>>32, r.n0+uint32(r.count), now)
+	had := len(r.buf)
 	r.buf = appendRunEntry(r.buf, now, t.val)
+	s.openBytes += len(r.buf) - had
+	r.used = t.records
 	if r.count++; r.count < runLen {
 		return true, nil
 	}
 	delete(s.runs, kg)
+	s.openBytes -= len(r.buf)
 	err := t.kv.Set(t.runKey(&t.gen, b, r.n0), r.buf)
 	t.freeRuns = append(t.freeRuns, r)
 	return true, err
 }
 
-// maxOpenRuns bounds a bucket's open runs, and so the memory they hold
-// (up to about 2 KB each with 20-byte values, 8 MB in all): a worker of
-// many key groups (pipeline.max_parallelism in the thousands) has many
-// runs that fill slowly. Past it the bucket's runs are written and
-// closed; a key group's closed run not full is taken up again (read back)
-// at its next write, so that no numbers are lost (a bucket whose numbers
-// run out writes by value). With the default 128 key groups it is never
-// reached.
-var maxOpenRuns = 4096 // a variable for tests
+// maxOpenBytes bounds the bytes of a bucket's open runs (up to about 2 KB
+// each with 20-byte values): a worker of many key groups
+// (pipeline.max_parallelism in the thousands) has many runs that fill
+// slowly. When a run is to open past it, the least recently written half
+// of the bucket's runs are written and closed; a key group's closed run
+// not full is taken up again (read back) at its next write, so that no
+// numbers are lost (a bucket whose numbers run out writes by value). With
+// the default 128 key groups (at most 128 runs a bucket) it is never
+// reached; with 8,192 a worker and 20-byte values, the runs of records
+// spread evenly fit.
+var maxOpenBytes = 8 << 20 // a variable for tests
 
 // openRun opens a run for key group kg (the record's) in bucket b (index
 // s): the key group's closed run not full if it has one, read back, else
@@ -165,6 +173,7 @@ func (t *Dedup) openRun(b int64, s *bucketIndex, kg uint16) (*openRun, error) {
 			r.written = r.count
 			t.cache.forget(s.id, kg, n0) // it grows again
 			s.runs[kg] = r
+			s.openBytes += len(r.buf)
 			return r, nil
 		}
 	}
@@ -174,23 +183,38 @@ func (t *Dedup) openRun(b int64, s *bucketIndex, kg uint16) (*openRun, error) {
 	}
 	r := t.newRun(n0)
 	s.runs[kg] = r
+	s.openBytes += len(r.buf)
 	return r, nil
 }
 
-// closeRuns writes bucket b's (index s) open runs, each in its key group,
-// and closes them, noting those not full (bucketIndex.closed); the KV is
-// left in key group kg (the record's).
+// closeRuns writes the least recently written half of bucket b's (index
+// s) open runs, each in its key group, and closes them, noting those not
+// full (bucketIndex.closed); the KV is left in key group kg (the
+// record's). Closing them all made a worker of more key groups than
+// maxOpenRuns, its records spread evenly, take a run up again (a KV read)
+// and write it again for nearly every record.
 func (t *Dedup) closeRuns(b int64, s *bucketIndex, kg uint16) error {
-	if err := t.flushRuns(b, s); err != nil {
-		return err
+	stamps := t.stamps[:0]
+	for _, r := range s.runs {
+		stamps = append(stamps, r.used)
 	}
+	slices.Sort(stamps)
+	cut := stamps[(len(stamps)-1)/2]
+	t.stamps = stamps
 	for rkg, r := range s.runs {
+		if r.used > cut {
+			continue
+		}
+		if err := t.writeRun(b, rkg, r); err != nil {
+			return err
+		}
 		if r.count < runLen {
 			if s.closed == nil {
 				s.closed = make(map[uint16]uint32)
 			}
 			s.closed[rkg] = r.n0
 		}
+		s.openBytes -= len(r.buf)
 		t.freeRuns = append(t.freeRuns, r)
 		delete(s.runs, rkg)
 	}
@@ -263,19 +287,28 @@ func (t *Dedup) Flush() error {
 // does not, each in its key group.
 func (t *Dedup) flushRuns(b int64, s *bucketIndex) error {
 	for rkg, r := range s.runs {
-		if r.written == r.count {
-			continue
-		}
-		if t.kgs != nil {
-			if err := t.kgs.SetKeyGroup(int(rkg)); err != nil {
-				return err
-			}
-		}
-		if err := t.kv.Set(t.runKey(&t.gen, b, r.n0), r.buf); err != nil {
+		if err := t.writeRun(b, rkg, r); err != nil {
 			return err
 		}
-		r.written = r.count
 	}
+	return nil
+}
+
+// writeRun writes what the open run r of key group kg in bucket b holds
+// and the KV does not, in kg.
+func (t *Dedup) writeRun(b int64, kg uint16, r *openRun) error {
+	if r.written == r.count {
+		return nil
+	}
+	if t.kgs != nil {
+		if err := t.kgs.SetKeyGroup(int(kg)); err != nil {
+			return err
+		}
+	}
+	if err := t.kv.Set(t.runKey(&t.gen, b, r.n0), r.buf); err != nil {
+		return err
+	}
+	r.written = r.count
 	return nil
 }
 
