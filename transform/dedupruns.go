@@ -23,9 +23,12 @@ import (
 // A bucket gives each key group that writes to it a block of numbers at a
 // time (bucketIndex.reserve); the run fills in memory (openRun) and is
 // written when full, and as far as it got at every Flush (before the
-// state's snapshot: a run is written again as it grows). A lookup of an
-// entry of a run still open reads it in memory. After a restore the open
-// runs are not continued: new blocks begin after the numbers loaded.
+// state's snapshot: a run is written again as it grows) and when it is
+// closed to bound the memory of a bucket's runs (maxOpenBytes; a closed
+// run is taken up again at its key group's next write). A lookup of an
+// entry of a run still open reads it in memory, one of a written run the
+// run cache (runCache) or the KV. After a restore the runs not full are
+// not continued: new blocks begin after the numbers loaded.
 // Entries numbered one per KV entry (numberTag) are those of the version
 // before runs; a bucket holding some is read both ways (numberedKeys).
 const (
@@ -147,8 +150,8 @@ func (t *Dedup) writeNumbered(b int64, s *bucketIndex, now int64) (bool, error) 
 // not full is taken up again (read back) at its next write, so that no
 // numbers are lost (a bucket whose numbers run out writes by value). With
 // the default 128 key groups (at most 128 runs a bucket) it is never
-// reached; with 8,192 a worker and 20-byte values, the runs of records
-// spread evenly fit.
+// reached; with 8,192 a worker, records spread evenly and 24-byte values,
+// about one record in seven reads a closed run back (bench/RESULTS.md).
 var maxOpenBytes = 8 << 20 // a variable for tests
 
 // openRun opens a run for key group kg (the record's) in bucket b (index
@@ -190,9 +193,9 @@ func (t *Dedup) openRun(b int64, s *bucketIndex, kg uint16) (*openRun, error) {
 // closeRuns writes the least recently written half of bucket b's (index
 // s) open runs, each in its key group, and closes them, noting those not
 // full (bucketIndex.closed); the KV is left in key group kg (the
-// record's). Closing them all made a worker of more key groups than
-// maxOpenRuns, its records spread evenly, take a run up again (a KV read)
-// and write it again for nearly every record.
+// record's). Closing them all made a worker of more key groups than the
+// bound holds runs of, its records spread evenly, take a run up again (a
+// KV read) and write it again for nearly every record.
 func (t *Dedup) closeRuns(b int64, s *bucketIndex, kg uint16) error {
 	stamps := t.stamps[:0]
 	for _, r := range s.runs {
