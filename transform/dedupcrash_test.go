@@ -134,20 +134,7 @@ func crashHistory(t *testing.T, seed int64) (ok bool) {
 	logf("seed %d indexCap %d staleEvery %d maxOpenBytes %d nkg %d pad %d ttls %v base %d resurrect %v plain %v vals %d", seed, indexCap, staleEvery, maxOpenBytes, nkg, pad, ttlSet, base, resurrect, plain, vals)
 	P0 := ttlSet[0]
 	ttls = []int64{P0}
-	guaranteed := func(s sighting) bool {
-		mn := int64(1 << 62)
-		for r := s.run; r < len(ttls); r++ {
-			mn = min(mn, ttls[r])
-		}
-		if s.run == 0 {
-			for r := 1; r < len(ttls); r++ {
-				if ttls[r] != P0 {
-					return false
-				}
-			}
-		}
-		return M-s.f < 2*mn
-	}
+	guaranteed := func(s sighting) bool { return guaranteedSighting(s, ttls, P0, M) }
 	first := 1
 	if plain {
 		first = 0
@@ -160,40 +147,15 @@ func crashHistory(t *testing.T, seed int64) (ok bool) {
 		if run > 0 {
 			ttls = append(ttls, T)
 		}
-		doResurrect := func() {
-			for kg := uint16(0); kg < nkg; kg++ {
-				for k, v := range hist[kg] {
-					if _, there := store[kg].m[k]; !there && rng.Intn(3) == 0 {
-						store[kg].m[k] = append([]byte(nil), v...)
-						logf("resurrect kg %d %q", kg, k)
-					}
-				}
-			}
-		}
 		if resurrect && run > 0 {
-			doResurrect()
+			resurrectKeys(rng, store, hist, nkg, logf)
 		}
 		var kvs []*modelKV
 		var ds []*Dedup
-		owner := map[uint16]int{}
+		var owner map[uint16]int
 		start := func() {
-			P := 1 + rng.Intn(3)
-			kvs = make([]*modelKV, P)
-			ds = make([]*Dedup, P)
-			for w := range P {
-				kvs[w] = &modelKV{t: t, own: map[uint16]*MemKV{}, hist: hist}
-				d, err := NewDedup(DedupConfig{Name: "d", Key: "id", TTL: time.Duration(T) * time.Millisecond}, kvs[w])
-				if err != nil {
-					t.Fatal(err)
-				}
-				ds[w] = d
-			}
-			for kg := uint16(0); kg < nkg; kg++ {
-				w := rng.Intn(P)
-				owner[kg] = w
-				kvs[w].own[kg] = store[kg]
-			}
-			logf("run %d ttl %d workers %d owner %v", run, T, P, owner)
+			kvs, ds, owner = modelWorkers(t, rng, T, nkg, store, hist)
+			logf("run %d ttl %d workers %d owner %v", run, T, len(ds), owner)
 		}
 		start()
 		n := 20 + rng.Intn(300)
@@ -251,7 +213,7 @@ func crashHistory(t *testing.T, seed int64) (ok bool) {
 				logf("crash at %d: back to %d", i, ckI)
 				i = ckI
 				if resurrect {
-					doResurrect()
+					resurrectKeys(rng, store, hist, nkg, logf)
 				}
 				start()
 			}
@@ -273,16 +235,7 @@ func crashHistory(t *testing.T, seed int64) (ok bool) {
 				t.Errorf("seed %d: error %v", seed, err)
 				return false
 			}
-			var allowDrop, mustDrop bool
-			var why sighting
-			for _, s := range kept {
-				if s.kg == kg && s.val == val && s.f > now-T {
-					allowDrop = true
-					if guaranteed(s) {
-						mustDrop, why = true, s
-					}
-				}
-			}
+			allowDrop, mustDrop, why := modelRule(kept, kg, val, now, T, guaranteed)
 			logf("  rec %d kg %d v%d now %d M %d w %d -> keep %v", i, kg, v, now, M, w, keep)
 			if mustDrop {
 				crashMustDrops++
@@ -312,15 +265,9 @@ func crashHistory(t *testing.T, seed int64) (ok bool) {
 					if len(k) > head+8 && k[head-10] == bucketTag && k[head-9] == widthTag && k[head+8] == runTag {
 						delete(store[kg].m, k)
 						delete(hist[kg], k)
-						n0 := binary.BigEndian.Uint32([]byte(k[head+9:]))
-						if err := eachRunEntry(v, func(i int, first int64, val []byte) bool {
-							nk := string(binary.BigEndian.AppendUint32(append([]byte(k[:head+8]), numberTag), n0+uint32(i)))
-							nv := append(binary.BigEndian.AppendUint64([]byte{numberFormat}, uint64(first)), val...)
+						for nk, nv := range previousVersionEntries(k, v, head+8) {
 							store[kg].m[nk] = nv
 							hist[kg][nk] = nv
-							return true
-						}); err != nil {
-							panic(err)
 						}
 					}
 				}
@@ -338,7 +285,8 @@ func crashHistory(t *testing.T, seed int64) (ok bool) {
 				for k, v := range store[kg].m {
 					if k >= string(span.lo) && k < string(span.hi) {
 						delete(store[kg].m, k)
-						for nk, nv := range previousVersionEntries("transform/dedup/d/\x00"+k[len(span.head):], v) {
+						nk := "transform/dedup/d/\x00" + k[len(span.head):]
+						for nk, nv := range previousVersionEntries(nk, v, len("transform/dedup/d/\x00")+8) {
 							store[kg].m[nk] = nv
 							hist[kg][nk] = nv
 						}

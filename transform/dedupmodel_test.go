@@ -178,8 +178,8 @@ func modelHistory(t *testing.T, seed int64) (mustDrops int, ok bool) {
 	legacy := rng.Intn(4) == 0
 	vals := 3 + rng.Intn(5)
 	logf("seed %d indexCap %d staleEvery %d maxOpenBytes %d ttls %v base %d resurrect %v plain %v legacy %v", seed, indexCap, staleEvery, maxOpenBytes, ttlSet, base, resurrect, plain, legacy)
-	P := ttlSet[0]
-	ttls = []int64{P} // run 0: the previous version's
+	P0 := ttlSet[0]
+	ttls = []int64{P0} // run 0: the previous version's
 	if legacy {
 		for kg := uint16(0); kg < nkg; kg++ {
 			for v := 0; v < vals; v++ {
@@ -197,20 +197,7 @@ func modelHistory(t *testing.T, seed int64) (mustDrops int, ok bool) {
 			}
 		}
 	}
-	guaranteed := func(s sighting) bool {
-		mn := int64(1 << 62)
-		for r := s.run; r < len(ttls); r++ {
-			mn = min(mn, ttls[r])
-		}
-		if s.run == 0 {
-			for r := 1; r < len(ttls); r++ {
-				if ttls[r] != P {
-					return false
-				}
-			}
-		}
-		return M-s.f < 2*mn
-	}
+	guaranteed := func(s sighting) bool { return guaranteedSighting(s, ttls, P0, M) }
 	first := 1
 	if plain {
 		first = 0
@@ -218,7 +205,7 @@ func modelHistory(t *testing.T, seed int64) (mustDrops int, ok bool) {
 	for run := first; run <= nruns; run++ {
 		T := ttlSet[rng.Intn(len(ttlSet))]
 		if run <= 1 && (plain || legacy) {
-			T = P
+			T = P0
 		}
 		if run > 0 {
 			ttls = append(ttls, T)
@@ -227,33 +214,11 @@ func modelHistory(t *testing.T, seed int64) (mustDrops int, ok bool) {
 		isPlainRun := run == 0
 		// resurrection: expired keys come back
 		if resurrect && run > 0 {
-			for kg := uint16(0); kg < nkg; kg++ {
-				for k, v := range hist[kg] {
-					if _, there := store[kg].m[k]; !there && rng.Intn(3) == 0 {
-						store[kg].m[k] = v
-					}
-				}
-			}
+			resurrectKeys(rng, store, hist, nkg, logf)
 		}
 		// workers
-		P := 1 + rng.Intn(3)
-		owner := map[uint16]int{}
-		kvs := make([]*modelKV, P)
-		ds := make([]*Dedup, P)
-		for w := range P {
-			kvs[w] = &modelKV{t: t, own: map[uint16]*MemKV{}, hist: hist}
-			d, err := NewDedup(DedupConfig{Name: "d", Key: "id", TTL: time.Duration(T) * time.Millisecond}, kvs[w])
-			if err != nil {
-				t.Fatal(err)
-			}
-			ds[w] = d
-		}
-		for kg := uint16(0); kg < nkg; kg++ {
-			w := rng.Intn(P)
-			owner[kg] = w
-			kvs[w].own[kg] = store[kg]
-		}
-		logf("run %d ttl %d workers %d owner %v", run, T, P, owner)
+		kvs, ds, owner := modelWorkers(t, rng, T, nkg, store, hist)
+		logf("run %d ttl %d workers %d owner %v", run, T, len(ds), owner)
 		n := 20 + rng.Intn(200)
 		for i := 0; i < n; i++ {
 			switch rng.Intn(20) {
@@ -284,16 +249,7 @@ func modelHistory(t *testing.T, seed int64) (mustDrops int, ok bool) {
 				t.Errorf("seed %d: error %v", seed, err)
 				return mustDrops, false
 			}
-			var allowDrop, mustDrop bool
-			var why sighting
-			for _, s := range kept {
-				if s.kg == kg && s.val == val && s.f > now-T {
-					allowDrop = true
-					if guaranteed(s) {
-						mustDrop, why = true, s
-					}
-				}
-			}
+			allowDrop, mustDrop, why := modelRule(kept, kg, val, now, T, guaranteed)
 			logf("  rec kg %d v%d now %d M %d w %d -> keep %v", kg, v, now, M, w, keep)
 			if mustDrop {
 				mustDrops++
@@ -310,7 +266,7 @@ func modelHistory(t *testing.T, seed int64) (mustDrops int, ok bool) {
 				kept = append(kept, sighting{kg, val, now, runIdx})
 			}
 		}
-		for w := range P { // the run ends with a checkpoint
+		for w := range ds { // the run ends with a checkpoint
 			if err := ds[w].Flush(); err != nil {
 				t.Errorf("seed %d: flush: %v", seed, err)
 				return mustDrops, false
@@ -324,7 +280,8 @@ func modelHistory(t *testing.T, seed int64) (mustDrops int, ok bool) {
 				for k, v := range store[kg].m {
 					if k >= string(span.lo) && k < string(span.hi) {
 						delete(store[kg].m, k)
-						for nk, nv := range previousVersionEntries("transform/dedup/d/\x00"+k[len(span.head):], v) {
+						nk := "transform/dedup/d/\x00" + k[len(span.head):]
+						for nk, nv := range previousVersionEntries(nk, v, len("transform/dedup/d/\x00")+8) {
 							store[kg].m[nk] = nv
 							hist[kg][nk] = nv
 						}
@@ -370,10 +327,10 @@ func modelHistory(t *testing.T, seed int64) (mustDrops int, ok bool) {
 }
 
 // previousVersionEntries returns the entries the version before runs wrote
-// for the entry k, v of this one (k without its width): a run's entries
-// one per number, anything else as it is.
-func previousVersionEntries(k string, v []byte) map[string][]byte {
-	bucket := len("transform/dedup/d/\x00") + 8
+// for the entry k, v of this one, whose bucket ends at bucket (with or
+// without the width): a run's entries one per number, anything else as it
+// is.
+func previousVersionEntries(k string, v []byte, bucket int) map[string][]byte {
 	if len(k) <= bucket || k[bucket] != runTag {
 		return map[string][]byte{k: v}
 	}
@@ -388,4 +345,74 @@ func previousVersionEntries(k string, v []byte) map[string][]byte {
 		panic(err)
 	}
 	return out
+}
+
+// guaranteedSighting says whether the dedup must remember sighting s at
+// newest record time M: within two of the shortest TTLs of the runs since
+// it (ttls, by run), and, for a sighting of the previous version's state
+// (run 0, written with ttl P), only if no run changed the ttl since.
+func guaranteedSighting(s sighting, ttls []int64, P, M int64) bool {
+	mn := int64(1 << 62)
+	for r := s.run; r < len(ttls); r++ {
+		mn = min(mn, ttls[r])
+	}
+	if s.run == 0 {
+		for r := 1; r < len(ttls); r++ {
+			if ttls[r] != P {
+				return false
+			}
+		}
+	}
+	return M-s.f < 2*mn
+}
+
+// modelRule is the rule for a record of value val in key group kg at time
+// now under ttl T, given the sightings kept: it may be dropped if one of
+// them is within T before it, and must be if that one is guaranteed (why).
+func modelRule(kept []sighting, kg uint16, val string, now, T int64, guaranteed func(sighting) bool) (allowDrop, mustDrop bool, why sighting) {
+	for _, s := range kept {
+		if s.kg == kg && s.val == val && s.f > now-T {
+			allowDrop = true
+			if guaranteed(s) {
+				mustDrop, why = true, s
+			}
+		}
+	}
+	return allowDrop, mustDrop, why
+}
+
+// resurrectKeys brings back, each with odds of one in three, the keys of
+// nkg key groups that an expiry removed from store (as a restore may).
+func resurrectKeys(rng *rand.Rand, store map[uint16]*MemKV, hist map[uint16]map[string][]byte, nkg uint16, logf func(string, ...any)) {
+	for kg := uint16(0); kg < nkg; kg++ {
+		for k, v := range hist[kg] {
+			if _, there := store[kg].m[k]; !there && rng.Intn(3) == 0 {
+				store[kg].m[k] = append([]byte(nil), v...)
+				logf("resurrect kg %d %q", kg, k)
+			}
+		}
+	}
+}
+
+// modelWorkers makes 1-3 workers, each a Dedup of ttl T on a modelKV, and
+// deals the nkg key groups of store among them at random.
+func modelWorkers(t *testing.T, rng *rand.Rand, T int64, nkg uint16, store map[uint16]*MemKV, hist map[uint16]map[string][]byte) ([]*modelKV, []*Dedup, map[uint16]int) {
+	P := 1 + rng.Intn(3)
+	kvs := make([]*modelKV, P)
+	ds := make([]*Dedup, P)
+	for w := range P {
+		kvs[w] = &modelKV{t: t, own: map[uint16]*MemKV{}, hist: hist}
+		d, err := NewDedup(DedupConfig{Name: "d", Key: "id", TTL: time.Duration(T) * time.Millisecond}, kvs[w])
+		if err != nil {
+			t.Fatal(err)
+		}
+		ds[w] = d
+	}
+	owner := map[uint16]int{}
+	for kg := uint16(0); kg < nkg; kg++ {
+		w := rng.Intn(P)
+		owner[kg] = w
+		kvs[w].own[kg] = store[kg]
+	}
+	return kvs, ds, owner
 }

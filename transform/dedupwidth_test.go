@@ -241,7 +241,7 @@ func TestDedupLooksUpThePreviousVersionsStateAcrossAllTime(t *testing.T) {
 	span := widthSpan(d1.ns, 1)
 	for k, v := range kv.m { // as the version before wrote it
 		delete(kv.m, k)
-		for nk, nv := range previousVersionEntries("transform/dedup/d/\x00"+k[len(span.head):], v) {
+		for nk, nv := range previousVersionEntries("transform/dedup/d/\x00"+k[len(span.head):], v, len("transform/dedup/d/\x00")+8) {
 			kv.m[nk] = nv
 		}
 	}
