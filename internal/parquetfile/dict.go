@@ -24,17 +24,26 @@ const (
 	dictSample    = 64 << 10
 )
 
-// dict is the dictionary of a byte array column chunk: each distinct value
-// once, in order of first appearance, and a hash table from value to index.
-// A value then costs its hash and one comparison instead of its bytes in the
-// page, and the compressor sees small integers instead of repeated strings
-// (what parquet-mr and Arrow write by default for the same reason).
+// dict is the dictionary of a column chunk of byte arrays, floats or
+// doubles: each distinct value once, in order of first appearance, and a
+// hash table from value to index. A value then costs its hash and one
+// comparison instead of its bytes in the page, and the compressor sees
+// small integers instead of repeated strings or numbers (what parquet-mr
+// and Arrow write by default for the same reason). A dictionary holds the
+// values of one type only: byte arrays (index) or words (indexWord).
 type dict struct {
 	seed  maphash.Seed
 	slots []int32  // entry+1, 0 empty; the length is a power of two
 	hash  []uint64 // of each entry
-	start []int32  // where each entry's bytes start in plain, after their length
+	start []int32  // byte arrays: where each entry's bytes start in plain, after their length
 	plain []byte   // the dictionary page's data: PLAIN encoded entries
+	last  int32    // byte arrays: the entry index returned last, +1 (0: none)
+
+	// Floats and doubles (indexWord): a table of the hashes of the words
+	// (wordHash, 0 empty) and their entry indexes, and the entries.
+	words []uint64
+	ents  []int32
+	n     int
 }
 
 // index returns the index of b, adding it if it is new. It returns -1 when b
@@ -44,6 +53,15 @@ func (d *dict) index(b []byte) (i int32, added bool) {
 	if d.slots == nil {
 		d.seed = maphash.MakeSeed()
 		d.slots = make([]int32, 1024)
+	}
+	// The value of the record before, again (a status, a country, a
+	// type): no hash.
+	if e := d.last - 1; e >= 0 {
+		at := d.start[e]
+		l := int32(binary.LittleEndian.Uint32(d.plain[at-4:]))
+		if int(l) == len(b) && string(d.plain[at:at+l]) == string(b) {
+			return e, false
+		}
 	}
 	h := maphash.Bytes(d.seed, b)
 	mask := uint64(len(d.slots) - 1)
@@ -56,6 +74,7 @@ func (d *dict) index(b []byte) (i int32, added bool) {
 			at := d.start[e]
 			l := int32(binary.LittleEndian.Uint32(d.plain[at-4:]))
 			if bytes.Equal(d.plain[at:at+l], b) {
+				d.last = e + 1
 				return e, false
 			}
 		}
@@ -68,12 +87,80 @@ func (d *dict) index(b []byte) (i int32, added bool) {
 	d.start = append(d.start, int32(len(d.plain)))
 	d.plain = append(d.plain, b...)
 	d.hash = append(d.hash, h)
+	d.last = e + 1
 	if 2*len(d.hash) > len(d.slots) {
 		d.grow()
 	} else {
 		d.put(e)
 	}
 	return e, true
+}
+
+// indexWord is index for a float or double, given as its PLAIN bits
+// (width 4 or 8 bytes). The bits are the value: -0 and 0 are two entries,
+// as they are two values to a reader.
+//
+// Its table is its own (words, ents): each slot holds the word's hash
+// itself, so that a lookup reads one slot (and the entry index next to
+// it) rather than a slot and then the entry's hash elsewhere: the table is
+// read at random, and in a drain the records streaming through have
+// evicted it from the cache.
+func (d *dict) indexWord(bits uint64, width int) (i int32, added bool) {
+	if d.words == nil {
+		d.words, d.ents = make([]uint64, 1024), make([]int32, 1024)
+	}
+	h := wordHash(bits)
+	mask := uint64(len(d.words) - 1)
+	s := h & mask
+	for ; d.words[s] != 0; s = (s + 1) & mask {
+		if d.words[s] == h {
+			return d.ents[s], false
+		}
+	}
+	if len(d.plain)+width > dictMaxBytes {
+		return -1, false
+	}
+	e := int32(d.n)
+	d.n++
+	if width == 4 {
+		d.plain = binary.LittleEndian.AppendUint32(d.plain, uint32(bits))
+	} else {
+		d.plain = binary.LittleEndian.AppendUint64(d.plain, bits)
+	}
+	d.words[s], d.ents[s] = h, e
+	if 4*d.n > 3*len(d.words) {
+		d.growWords()
+	}
+	return e, true
+}
+
+// wordHash mixes the bits of a word one to one, so that equal hashes are
+// equal words, and the low bits a table uses depend on every bit of the
+// word: the xor first, a multiplication by an odd number, and a xor of the
+// high half into the low. Only the NaN wordNaN hashes to 0, which marks an
+// empty slot (a JSON number is never NaN).
+func wordHash(bits uint64) uint64 {
+	h := (bits ^ wordNaN) * 0x9e3779b97f4a7c15
+	return h ^ h>>32
+}
+
+const wordNaN = 0x7ff8_0000_dead_beef
+
+// growWords doubles the table of words and puts every slot back.
+func (d *dict) growWords() {
+	words, ents := d.words, d.ents
+	d.words, d.ents = make([]uint64, 2*len(words)), make([]int32, 2*len(words))
+	mask := uint64(len(d.words) - 1)
+	for i, h := range words {
+		if h == 0 {
+			continue
+		}
+		s := h & mask
+		for d.words[s] != 0 {
+			s = (s + 1) & mask
+		}
+		d.words[s], d.ents[s] = h, ents[i]
+	}
 }
 
 func (d *dict) put(e int32) {
@@ -100,10 +187,11 @@ func (d *dict) pays(unencoded int64) bool {
 }
 
 // size is the number of entries.
-func (d *dict) size() int { return len(d.hash) }
+func (d *dict) size() int { return len(d.hash) + d.n }
 
 // reset empties the dictionary for the next column chunk, keeping its memory.
 func (d *dict) reset() {
 	clear(d.slots)
-	d.hash, d.start, d.plain = d.hash[:0], d.start[:0], d.plain[:0]
+	clear(d.words)
+	d.hash, d.start, d.plain, d.last, d.n = d.hash[:0], d.start[:0], d.plain[:0], 0, 0
 }

@@ -2,6 +2,7 @@ package parquetfile
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"strconv"
 	"syscall"
 	"testing"
@@ -30,15 +31,41 @@ func BenchmarkRowGroupOfOrders(b *testing.B) {
 // BenchmarkRowGroupOfLoadRecords is the same with the exact 100-byte values
 // of bench/cmd/load (Value), which the Kafka-to-S3 drain writes.
 func BenchmarkRowGroupOfLoadRecords(b *testing.B) {
-	benchRowGroups(b, func(i int) []byte {
-		v := fmt.Appendf(nil, `{"id":"r%010d","u":"u%07d","h":"h%05d","amount":`, i, i%1_000_000, i%100_000)
-		v = strconv.AppendInt(v, int64(1000+(i*7919)%9000), 10)
-		v = fmt.Appendf(v, `.%02d,"status":"paid","p":"`, i%100)
-		for j := range 100 - len(v) - 2 {
-			v = append(v, byte('a'+(i+j)%26))
+	benchRowGroups(b, loadValue)
+}
+
+// loadValue is bench/cmd/load's record i of 100 bytes.
+func loadValue(i int) []byte {
+	v := fmt.Appendf(nil, `{"id":"r%010d","u":"u%07d","h":"h%05d","amount":`, i, i%1_000_000, i%100_000)
+	v = strconv.AppendInt(v, int64(1000+(i*7919)%9000), 10)
+	v = fmt.Appendf(v, `.%02d,"status":"paid","p":"`, i%100)
+	for j := range 100 - len(v) - 2 {
+		v = append(v, byte('a'+(i+j)%26))
+	}
+	return append(v, `"}`...)
+}
+
+// BenchmarkRowGroupOfDrainOrder is BenchmarkRowGroupOfLoadRecords with
+// the records in the order a worker of the Kafka-to-S3 drain gets them, so
+// that its bytes a row are the drain's (the sequential ids of the other two
+// compress far better): the topic's 16 partitions hold records i mod 16 in
+// order, fetches bring runs of a few hundred records of one partition, and
+// the key shuffle sends every other record at random to the other worker.
+func BenchmarkRowGroupOfDrainOrder(b *testing.B) {
+	const partitions, run = 16, 400
+	order := make([]int, 0, 200_000)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for next := make([]int, partitions); len(order) < cap(order); {
+		p := rng.IntN(partitions)
+		for range run {
+			i := p + partitions*next[p]
+			next[p]++
+			if rng.IntN(2) == 0 && len(order) < cap(order) {
+				order = append(order, i)
+			}
 		}
-		return append(v, `"}`...)
-	})
+	}
+	benchRowGroups(b, func(i int) []byte { return loadValue(order[i]) })
 }
 
 func benchRowGroups(b *testing.B, value func(i int) []byte) {

@@ -3,8 +3,10 @@ package parquetfile
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"testing"
 
 	"github.com/parquet-go/parquet-go/format"
@@ -13,14 +15,19 @@ import (
 // pagesFile writes records 0..n-1 in row groups of the given sizes, large
 // enough for some columns to take several pages.
 func pagesFile(t testing.TB, s Schema, groups ...int) (file []byte, rows int) {
+	return groupsFile(t, s, func(i int) []byte { v, _ := record(i); return v }, groups...)
+}
+
+// groupsFile writes the values value(0..n-1) in row groups of the given
+// sizes.
+func groupsFile(t testing.TB, s Schema, value func(i int) []byte, groups ...int) (file []byte, rows int) {
 	w, err := NewWriter(s)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, g := range groups {
 		for range g {
-			v, _ := record(rows)
-			if err := w.Append(v); err != nil {
+			if err := w.Append(value(rows)); err != nil {
 				t.Fatal(err)
 			}
 			rows++
@@ -189,4 +196,74 @@ func bounds(typ string, rows [][]any, c int) (nulls int64, lo, hi []byte) {
 		return nil
 	}
 	return nulls, enc(min, math.Copysign(0, -1)), enc(max, 0)
+}
+
+// TestFloatsAndDoublesUseADictionaryWhileTheirValuesRepeat checks the
+// encodings, values and bounds of float and double columns: one of 41
+// values (-0 and 0 among them, which stay apart) and a nullable one of 7
+// keep a dictionary in every row group; one whose every value is new fills
+// its 1 MiB dictionary in the first row group, whose chunk then also holds
+// PLAIN pages, and goes on PLAIN.
+func TestFloatsAndDoublesUseADictionaryWhileTheirValuesRepeat(t *testing.T) {
+	cols := []Column{
+		{Name: "amount", Type: TypeDouble},
+		{Name: "ratio", Type: TypeFloat, Nullable: true},
+		{Name: "uniq", Type: TypeDouble},
+	}
+	value := func(i int) (amount float64, ratio any, uniq float64, rec []byte) {
+		amount = float64(i%40-20) / 4
+		text := strconv.FormatFloat(amount, 'f', -1, 64)
+		if i%40 == 39 {
+			amount, text = math.Copysign(0, -1), "-0.0"
+		}
+		ratioText := "null"
+		if i%8 != 0 {
+			r := float32(i%8) / 3
+			ratio, ratioText = r, strconv.FormatFloat(float64(r), 'g', -1, 32)
+		}
+		uniq = float64(i)*1.25 + 0.5
+		return amount, ratio, uniq, fmt.Appendf(nil, `{"amount":%s,"ratio":%s,"uniq":%s}`,
+			text, ratioText, strconv.FormatFloat(uniq, 'g', -1, 64))
+	}
+	file, n := groupsFile(t, Schema{Columns: cols}, func(i int) []byte { _, _, _, rec := value(i); return rec }, 150_000, 20_000)
+	f, rows := readGo(t, file, cols)
+	if len(rows) != n {
+		t.Fatalf("read %d rows, want %d", len(rows), n)
+	}
+	for i, got := range rows {
+		amount, ratio, uniq, _ := value(i)
+		a, aok := got[0].(float64)
+		u, uok := got[2].(float64)
+		if !aok || math.Float64bits(a) != math.Float64bits(amount) || got[1] != ratio || !uok || u != uniq {
+			t.Fatalf("row %d: got %#v, want [%v %v %v]", i, got, amount, ratio, uniq)
+		}
+	}
+	dictOnly := []format.Encoding{format.RLEDictionary}
+	cases := []struct {
+		group, col int
+		dataPages  []format.Encoding // of the data pages, in EncodingStats
+	}{
+		{0, 0, dictOnly}, {1, 0, dictOnly},
+		{0, 1, dictOnly}, {1, 1, dictOnly},
+		{0, 2, []format.Encoding{format.Plain, format.RLEDictionary}}, {1, 2, []format.Encoding{format.Plain}},
+	}
+	first := []int{0, 150_000, n}
+	for _, c := range cases {
+		m := f.Metadata().RowGroups[c.group].Columns[c.col].MetaData
+		var pages []format.Encoding
+		for _, e := range m.EncodingStats {
+			if e.PageType == format.DataPage {
+				pages = append(pages, e.Encoding)
+			}
+		}
+		hasDict := m.DictionaryPageOffset > 0
+		if !slices.Equal(pages, c.dataPages) || hasDict != slices.Contains(c.dataPages, format.RLEDictionary) {
+			t.Errorf("row group %d column %q: data pages %v, dictionary %v; want %v", c.group, cols[c.col].Name, pages, hasDict, c.dataPages)
+		}
+		nulls, lo, hi := bounds(cols[c.col].Type, rows[first[c.group]:first[c.group+1]], c.col)
+		if st := m.Statistics; st.NullCount != nulls || !bytes.Equal(st.MinValue, lo) || !bytes.Equal(st.MaxValue, hi) {
+			t.Errorf("row group %d column %q: statistics %d nulls [%x, %x], want %d [%x, %x]",
+				c.group, cols[c.col].Name, st.NullCount, st.MinValue, st.MaxValue, nulls, lo, hi)
+		}
+	}
 }

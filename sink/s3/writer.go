@@ -49,6 +49,7 @@ type writer struct {
 	ended       bool               // EndInput: the next pre-commit rolls
 	closed      bool
 	maxBacklog  int64
+	uncounted   uint64 // bytes appended and not yet added to the sink's bytesWritten
 
 	mu      sync.Mutex
 	carried []sink.Committable // handed out by PreCommit, not yet Committed
@@ -199,11 +200,28 @@ func (w *writer) openObject(ctx context.Context, bucket string, now time.Time) (
 	return o, nil
 }
 
+// countEvery is how many appended bytes a writer keeps to itself before
+// it adds them to the sink's count: an atomic add per record on a counter
+// every writer shares was 2.4% of a Parquet drain's CPU (its cache line
+// went from core to core).
+const countEvery = 1 << 20
+
 // grew counts the bytes the format appended to o.buf after before.
 func (w *writer) grew(o *object, before int) {
 	n := len(o.buf) - before
 	o.size += int64(n)
-	w.s.bytesWritten.Add(uint64(n))
+	if w.uncounted += uint64(n); w.uncounted >= countEvery {
+		w.count()
+	}
+}
+
+// count adds the bytes counted so far to the sink's Stats: at every
+// pre-commit and at Close, and in between every countEvery bytes.
+func (w *writer) count() {
+	if w.uncounted > 0 {
+		w.s.bytesWritten.Add(w.uncounted)
+		w.uncounted = 0
+	}
 }
 
 // cutParts hands o's buffered bytes over as parts once part_size of them
@@ -331,6 +349,7 @@ func (w *writer) PreCommitAsync(ctx context.Context, id checkpoint.ID) (func() (
 		}
 		b.opens = append(b.opens, openSnap{up: o.up, tail: o.buf[:len(o.buf):len(o.buf)], off: o.cut, size: o.size, format: o.ff.State()})
 	}
+	w.count()
 	if err := w.up.send(ctx, task{barrier: b}); err != nil {
 		return nil, fmt.Errorf("s3 sink writer %d pre-commit %d: %w: %w", w.instance, id, sink.ErrNotDurable, err)
 	}
@@ -388,6 +407,7 @@ func (w *writer) Close() error {
 		return nil
 	}
 	w.closed = true
+	w.count()
 	w.up.stop()
 	w.s.release(w.instance)
 	return nil
