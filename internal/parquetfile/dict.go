@@ -135,13 +135,21 @@ func (d *dict) indexWord(bits uint64, width int) (i int32, added bool) {
 }
 
 // wordHash mixes the bits of a word one to one, so that equal hashes are
-// equal words, and the low bits a table uses depend on every bit of the
-// word: the xor first, a multiplication by an odd number, and a xor of the
-// high half into the low. Only the NaN wordNaN hashes to 0, which marks an
-// empty slot (a JSON number is never NaN).
+// equal words, and every bit of the hash depends on every bit of the word
+// (murmur3's finalizer: xor-shifts and multiplications by odd numbers, each
+// one to one). A table reads the low bits, and the doubles of a column
+// often differ in the sign, the exponent and the high bits of the fraction
+// only (small integers, halves, cents): a product alone leaves those out of
+// the low bits and piles such values into one run of slots. Only the NaN
+// wordNaN hashes to 0, which marks an empty slot (a JSON number is never
+// NaN).
 func wordHash(bits uint64) uint64 {
-	h := (bits ^ wordNaN) * 0x9e3779b97f4a7c15
-	return h ^ h>>32
+	h := bits ^ wordNaN
+	h ^= h >> 33
+	h *= 0xff51afd7ed558ccd
+	h ^= h >> 33
+	h *= 0xc4ceb9fe1a85ec53
+	return h ^ h>>33
 }
 
 const wordNaN = 0x7ff8_0000_dead_beef

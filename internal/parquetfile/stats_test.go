@@ -267,3 +267,40 @@ func TestFloatsAndDoublesUseADictionaryWhileTheirValuesRepeat(t *testing.T) {
 		}
 	}
 }
+
+// TestWordHashSpreadsTheDoublesOfAColumn checks that the doubles a column
+// often holds, which differ only in their high bits (small integers,
+// quarters, powers of two, values and their negations), start their
+// lookups in as many slots of a dictionary's table as there are values,
+// nearly: a hash whose low bits leave those bits out put 1,000 integers
+// in one run of slots, and a lookup then took 500 probes.
+func TestWordHashSpreadsTheDoublesOfAColumn(t *testing.T) {
+	sets := map[string][]float64{}
+	for i := range 1000 {
+		sets["integers"] = append(sets["integers"], float64(i))
+		sets["quarters"] = append(sets["quarters"], float64(i-500)/4)
+		sets["cents"] = append(sets["cents"], float64(i)/100)
+	}
+	for e := -100; e < 100; e++ {
+		sets["powers of two"] = append(sets["powers of two"], math.Ldexp(1, e), -math.Ldexp(1, e))
+	}
+	for name, vs := range sets {
+		var d dict
+		for _, v := range vs {
+			d.indexWord(math.Float64bits(v), 8)
+		}
+		mask := uint64(len(d.words) - 1)
+		homes := map[uint64]bool{}
+		probes := 0
+		for _, v := range vs {
+			h := wordHash(math.Float64bits(v))
+			homes[h&mask] = true
+			for s := h & mask; d.words[s] != h; s = (s + 1) & mask {
+				probes++
+			}
+		}
+		if len(homes) < len(vs)*2/3 || probes > len(vs) {
+			t.Errorf("%s: %d values start in %d slots of %d and take %d probes beyond their first", name, len(vs), len(homes), len(d.words), probes)
+		}
+	}
+}

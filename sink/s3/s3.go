@@ -36,11 +36,11 @@ type Sink struct {
 	tmpl   *pathtmpl.Template // nil: no path_template
 
 	mu          sync.Mutex
-	writers     map[int]bool       // instances with an open writer
+	writers     map[int]*writer    // the open writers, by instance
 	resume      map[int][]*resumed // open objects Recover handed to NewWriter
 	lastBarrier checkpoint.ID      // names of new objects start after it (Recover)
 
-	bytesWritten   atomic.Uint64
+	bytesWritten   atomic.Uint64 // by the writers closed; the open ones count their own
 	filesCommitted atomic.Uint64
 
 	// bufs holds part buffers (cap partBufCap) for the writers to reuse.
@@ -105,7 +105,7 @@ func New(cfg Config, log zerolog.Logger) (*Sink, error) {
 		log:     log.With().Str("sink", "s3").Str("bucket", cfg.Bucket).Str("endpoint", endpoint).Logger(),
 		names:   newNames(cfg.Prefix, cfg.Job, cfg.Format),
 		tmpl:    tmpl,
-		writers: make(map[int]bool),
+		writers: make(map[int]*writer),
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -134,25 +134,33 @@ func (s *Sink) NewWriter(instance int) (sink.Writer, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.writers[instance] {
+	if s.writers[instance] != nil {
 		return nil, fmt.Errorf("s3 sink: writer %d is already open", instance)
 	}
-	s.writers[instance] = true
 	r := s.resume[instance]
 	delete(s.resume, instance)
-	return newWriter(s, instance, s.lastBarrier, r), nil
+	w := newWriter(s, instance, s.lastBarrier, r)
+	s.writers[instance] = w
+	return w, nil
 }
 
-func (s *Sink) release(instance int) {
+func (s *Sink) release(w *writer) {
 	s.mu.Lock()
-	delete(s.writers, instance)
+	s.bytesWritten.Add(w.written.Load())
+	delete(s.writers, w.instance)
 	s.mu.Unlock()
 }
 
 // Stats returns the bytes the writers wrote into objects (visible or not
 // yet) and the objects Commit and Recover completed, since New.
 func (s *Sink) Stats() sink.Stats {
-	return sink.Stats{BytesWritten: s.bytesWritten.Load(), FilesCommitted: s.filesCommitted.Load()}
+	s.mu.Lock()
+	written := s.bytesWritten.Load()
+	for _, w := range s.writers {
+		written += w.written.Load()
+	}
+	s.mu.Unlock()
+	return sink.Stats{BytesWritten: written, FilesCommitted: s.filesCommitted.Load()}
 }
 
 // Close releases nothing: open uploads stay for Recover (or a Commit still

@@ -300,3 +300,30 @@ func TestClosedWriterRefusesWrites(t *testing.T) {
 		t.Fatalf("PreCommit after Close: %v", err)
 	}
 }
+
+// Stats counts every byte a writer appended when it was appended, before
+// any pre-commit, and keeps the count of a writer closed without one (an
+// attempt that ends in failure: the output is discarded, and was counted).
+func TestStatsCountWhatTheWritersAppendedBeforeAnyPreCommit(t *testing.T) {
+	f := newFakeS3(testBucket, testPart)
+	s := newTestSink(t, f, func(c *Config) { c.Parallelism = 2 })
+	w0, w1 := newTestWriter(t, s, 0), newTestWriter(t, s, 1)
+	want := uint64(0)
+	for i := range 50 {
+		w := w0
+		if i%3 == 0 {
+			w = w1
+		}
+		writeRange(t, w, i, i+1)
+		want += uint64(len(value(i)) + 1) // and its newline
+		if got := s.Stats().BytesWritten; got != want {
+			t.Fatalf("after record %d: %d bytes written, want %d", i, got, want)
+		}
+	}
+	if err := w1.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Stats().BytesWritten; got != want {
+		t.Fatalf("after writer 1 closed: %d bytes written, want %d", got, want)
+	}
+}
