@@ -31,6 +31,12 @@ type spec struct {
 	interval    time.Duration
 	dedupKey    string // connector: a dedup transform on this field
 	keys        int64  // distinct dedup keys
+	// keepEvery, if not 0, makes the dedup's TTL keepEvery times the
+	// spacing of a key's records (keys ms), so that of each key's records
+	// one in keepEvery is kept (the first, then every keepEvery-th) and
+	// the rest are repeats it drops; 0: a TTL below the spacing, every
+	// record kept.
+	keepEvery int64
 	// k2k: Kafka to Kafka (raw-k2k, connector-k2k, flink-k2k); outTopic,
 	// made fresh for each run, receives the output.
 	k2k      bool
@@ -318,6 +324,25 @@ func freeAddr() (string, error) {
 	return l.Addr().String(), nil
 }
 
+// kept says whether record i of the topic is in the output: record i is
+// the (i / keys)-th of its key (bench/cmd/load: key i mod keys).
+func (s spec) kept(i int64) bool { return s.keepEvery == 0 || (i/s.keys)%s.keepEvery == 0 }
+
+// expectedRecords is the number of records of the output.
+func (s spec) expectedRecords() int64 {
+	if s.keepEvery == 0 {
+		return s.topic.Records
+	}
+	n := int64(0)
+	for b := int64(0); b*s.keys < s.topic.Records; b += s.keepEvery {
+		n += min(s.keys, s.topic.Records-b*s.keys)
+	}
+	return n
+}
+
+// expectedBytes is the size of the output (a line a record).
+func (s spec) expectedBytes() int64 { return s.expectedRecords() * int64(s.topic.Size+1) }
+
 // dedupTTL is a dedup contender's TTL. Records sharing a key are s.keys ms
 // apart (bench/cmd/load: one ms between records, key i mod keys): a TTL of
 // 0.9 of that keeps every record and rewrites its key, and the connector's
@@ -325,6 +350,9 @@ func freeAddr() (string, error) {
 // expire), the state the label names; Flink's (processing-time TTL)
 // remembers all of them during a drain.
 func dedupTTL(s spec) time.Duration {
+	if s.keepEvery > 0 {
+		return time.Duration(s.keys*s.keepEvery) * time.Millisecond
+	}
 	return max(time.Second, time.Duration(s.keys)*time.Millisecond*9/10)
 }
 
@@ -510,7 +538,7 @@ func (b *bench) drain(s spec) *result {
 	}
 
 	out := filepath.Join(dir, "out")
-	expected := s.topic.outputBytes()
+	expected := s.expectedBytes()
 	deadline := time.Now().Add(b.timeout(s.topic))
 	off := s.kind == "connector" && s.interval >= time.Hour
 	var (
@@ -665,7 +693,7 @@ func (b *bench) checkpointStats(r *result, cps []checkpointDone, end time.Time) 
 }
 
 func (b *bench) verify(r *result, s spec, dir string) {
-	v, err := verify(filepath.Join(dir, "out"), s.topic.Records)
+	v, err := verify(filepath.Join(dir, "out"), s.topic.Records, s.kept)
 	if err != nil {
 		r.Verified = "verification failed: " + err.Error()
 		return
@@ -673,7 +701,7 @@ func (b *bench) verify(r *result, s spec, dir string) {
 	r.Check = &v
 	if v.Lines == 0 && r.Note != "" {
 		r.Verified = "written, never committed"
-	} else if v.ExactlyOnce(s.topic.Records) {
+	} else if v.ExactlyOnce(s.expectedRecords()) {
 		r.Verified = "exactly once"
 	} else {
 		r.Verified = v.String()
@@ -747,7 +775,7 @@ func (b *bench) recovery(s spec) *result {
 		return r
 	}
 	out := filepath.Join(dir, "out")
-	expected := s.topic.outputBytes()
+	expected := s.expectedBytes()
 	p, _, err := b.launch(s, dir, false, "contender.log")
 	if err != nil {
 		r.Err = err.Error()

@@ -98,7 +98,7 @@ func (b *bench) groupDrain(s spec) *result {
 	}
 
 	out := filepath.Join(dir, "out")
-	expected := s.topic.outputBytes()
+	expected := s.expectedBytes()
 	deadline := time.Now().Add(b.timeout(s.topic))
 	var (
 		first, written, end    time.Time

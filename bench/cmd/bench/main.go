@@ -35,7 +35,7 @@ import (
 // experiments, in the order they run; --only takes these names.
 var experimentNames = []string{
 	"raw", "connector-eo", "connector-alo", "connector-off", "connector-dedup", "flink", "flink-dedup",
-	"connector-group-1", "connector-group-2", "connector-group-3",
+	"connector-dedup-repeats", "flink-dedup-repeats", "connector-group-1", "connector-group-2", "connector-group-3",
 	"recovery", "scaling-p", "scaling-state",
 	"raw-k2k", "connector-k2k", "flink-k2k", "raw-k2k-txn",
 	"pg-copy", "connector-pg", "connector-pg-upsert", "kconnect-jdbc",
@@ -317,7 +317,7 @@ func (b *bench) loadLayout(n int64, size int, prefix, layout string) (topic, err
 func (b *bench) run() error {
 	o := &b.o
 	drains := []string{"raw", "connector-eo", "connector-group-1", "connector-group-2", "connector-group-3",
-		"connector-alo", "connector-off", "connector-dedup", "flink", "flink-dedup"}
+		"connector-alo", "connector-off", "connector-dedup", "flink", "flink-dedup", "connector-dedup-repeats", "flink-dedup-repeats"}
 	needMain := o.wants("recovery") || o.wants("scaling-p") || o.wants("scaling-state")
 	needLarge := false
 	for _, n := range drains {
@@ -385,6 +385,22 @@ func (b *bench) run() error {
 				distinct := min(t.Records, 1_000_000)
 				s.kind, s.interval, s.dedupKey, s.keys = "flink", time.Second, "u", distinct
 				s.label = fmt.Sprintf("Flink 2.2 EO + dedup (RocksDB, %s keys)", human(float64(distinct)))
+			case "connector-dedup-repeats", "flink-dedup-repeats":
+				// 100k keys (h), each record of a key 100 s after the one
+				// before: a TTL of 9 of those keeps one record in 9.
+				s.interval, s.dedupKey, s.keys, s.keepEvery = time.Second, "h", min(t.Records, 100_000), 9
+				if last := (t.Records - 1) / s.keys; last%s.keepEvery != 0 {
+					// The drain ends when the output is whole: the topic's
+					// last records must be kept, or its end is not measured.
+					b.log("%s: skipped: the last of %d records is a repeat (it needs (records-1)/100000 a multiple of 9, as 10M)", name, t.Records)
+					continue
+				}
+				who := "connector EO"
+				s.kind, s.mode = "connector", "exactly_once"
+				if name == "flink-dedup-repeats" {
+					s.kind, s.mode, who = "flink", "", "Flink 2.2 EO"
+				}
+				s.label = fmt.Sprintf("%s + dedup, 8 of 9 records repeats (%s keys)", who, human(float64(s.keys)))
 			}
 			specs = append(specs, s)
 		}

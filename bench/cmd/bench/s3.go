@@ -344,7 +344,7 @@ func (w *watcher) poll() (done bool, err error) {
 		for _, f := range w.files {
 			total += f.size
 		}
-		return total >= w.s.topic.outputBytes(), nil
+		return total >= w.s.expectedBytes(), nil
 	}
 	var rows int64
 	for _, f := range w.files {
