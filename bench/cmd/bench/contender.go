@@ -571,7 +571,7 @@ func (b *bench) drain(s spec) *result {
 			break
 		}
 		if s.kind == "connector" && written.IsZero() && p.alive() {
-			if m, err := scrape(addr); err == nil && int64(m["connector_records_out_total"]) >= s.topic.Records {
+			if m, err := scrape(addr); err == nil && int64(m["connector_records_out_total"]) >= s.expectedRecords() {
 				written = time.Now()
 				cpuWritten, _ = p.sample()
 				r.Metrics = m

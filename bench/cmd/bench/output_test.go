@@ -61,3 +61,20 @@ func TestVerifyTellsRepeatsFromMissingAndDuplicateRecords(t *testing.T) {
 		t.Fatalf("a repeat, a duplicate and a missing record: %v, %v", v, err)
 	}
 }
+
+// The runs of a dedup of repeats that each kept the records to keep, once,
+// are exactly once together (the summary compared them with the input's
+// record count, and reported every run as failing).
+func TestMedianOfRepeatsRunsIsExactlyOnce(t *testing.T) {
+	s := spec{topic: topic{Records: 10_000_000, Size: 100}, keys: 100_000, keepEvery: 9}
+	n := s.expectedRecords()
+	var runs []*result
+	for i := range 3 {
+		runs = append(runs, &result{Topic: s.topic, RecordsPerS: float64(i), Verified: "exactly once",
+			Check: &verification{Lines: n, Distinct: n}})
+	}
+	var b bench
+	if m := b.median(s, runs); m.Verified != "exactly once (3 of 3 runs)" {
+		t.Errorf("median verified %q", m.Verified)
+	}
+}
