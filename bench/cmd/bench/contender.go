@@ -693,7 +693,7 @@ func (b *bench) checkpointStats(r *result, cps []checkpointDone, end time.Time) 
 }
 
 func (b *bench) verify(r *result, s spec, dir string) {
-	v, err := verify(filepath.Join(dir, "out"), s.topic.Records, s.kept)
+	v, err := verify(filepath.Join(dir, "out"), s.topic.Records, s.expectedRecords(), s.kept)
 	if err != nil {
 		r.Verified = "verification failed: " + err.Error()
 		return

@@ -50,13 +50,13 @@ func TestVerifyTellsRepeatsFromMissingAndDuplicateRecords(t *testing.T) {
 	}
 	write("a", 0, 3, 6)
 	write("b", 9)
-	v, err := verify(dir, 12, keep)
+	v, err := verify(dir, 12, 4, keep)
 	if err != nil || !v.ExactlyOnce(4) {
 		t.Fatalf("the four kept records once: %v, %v", v, err)
 	}
 	write("c", 4, 6)
 	write("b")
-	v, err = verify(dir, 12, keep)
+	v, err = verify(dir, 12, 4, keep)
 	if err != nil || v.ExactlyOnce(4) || v.Dropped != 1 || v.Duplicates != 1 || v.Missing != 1 {
 		t.Fatalf("a repeat, a duplicate and a missing record: %v, %v", v, err)
 	}
