@@ -197,6 +197,21 @@ func TestBadConfigsNameFileLineAndKey(t *testing.T) {
 			want: `config.yaml:5: pipeline.key_by: "customer..id" has an empty path segment`,
 		},
 		{
+			name: "unknown route",
+			yaml: with("pipeline: {route: forward}"),
+			want: `config.yaml:5: pipeline.route: unknown route "forward" (want auto, key or partition)`,
+		},
+		{
+			name: "route partition with key_by",
+			yaml: with("pipeline: {key_by: id, route: partition}"),
+			want: `config.yaml:5: pipeline.route: is partition, but key_by ("id") asks for records to be shuffled by that field; drop one of the two`,
+		},
+		{
+			name: "route partition with a dedup",
+			yaml: with("pipeline:", "  route: partition", "  transforms: [{type: dedup, key: id}]"),
+			want: `config.yaml:6: pipeline.route: is partition, but a dedup keeps keyed state, which needs the records of a key on one worker: use key or auto`,
+		},
+		{
 			name: "zero fetch partition bytes",
 			yaml: doc("name: orders", "kafka: {brokers: [localhost:9092]}", "source:", "  topics: [orders]", "  fetch_max_partition_bytes: 0", "sink: {type: file, path: ./out}"),
 			want: `config.yaml:5: source.fetch_max_partition_bytes: must be positive, got 0B`,

@@ -39,3 +39,25 @@ const (
 func (DecodeErrorPolicy) Enum() []string {
 	return []string{string(DecodeFail), string(DecodeSkip), string(DecodeDeadLetter)}
 }
+
+// Route says which worker a record goes to (pipeline.route).
+type Route string
+
+// Routes.
+const (
+	// RouteAuto is RoutePartition for a job that keeps no keyed state,
+	// has no key_by and whose readers own as many partitions each; else
+	// RouteKey.
+	RouteAuto Route = "auto"
+	// RouteKey shuffles records by key group (key_by, else the Kafka key):
+	// all records of a key reach one worker.
+	RouteKey Route = "key"
+	// RoutePartition keeps records on the worker of their reader: a
+	// partition's records stay together, in order, on one worker.
+	RoutePartition Route = "partition"
+)
+
+// Enum lists the routes (for the JSON Schema).
+func (Route) Enum() []string {
+	return []string{string(RouteAuto), string(RouteKey), string(RoutePartition)}
+}

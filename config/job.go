@@ -105,9 +105,9 @@ type State struct {
 
 // Pipeline is the task graph between source and sink.
 type Pipeline struct {
-	// Parallelism is the number of source readers and of workers after the
-	// shuffle by key group. At most MaxParallelism.
-	Parallelism int `yaml:"parallelism" default:"1" doc:"workers after the shuffle by record key"`
+	// Parallelism is the number of source readers and of workers (records
+	// go from readers to workers as Route says). At most MaxParallelism.
+	Parallelism int `yaml:"parallelism" default:"1" doc:"source readers and workers (records go from one to the other as route says)"`
 	// MaxParallelism is the number of key groups keyed state is split
 	// into: the highest parallelism the job can ever be rescaled to. It
 	// cannot change once a checkpoint holds keyed state.
@@ -120,6 +120,17 @@ type Pipeline struct {
 	// a field that is not the Kafka key wants key_by set to that field. It
 	// cannot change once a checkpoint holds keyed state.
 	KeyBy string `yaml:"key_by,omitempty" doc:"field of the JSON value records are shuffled and keyed by (dedup's key); default: the Kafka record key"`
+	// Route is which worker a record goes to. key: by its key group (the
+	// shuffle above), so all records of a key reach one worker. partition:
+	// to the worker of the reader that read it, no shuffle: a partition's
+	// records stay together and in order on one worker (as Flink's forward
+	// connection), which costs no hash or copy a record, and files written
+	// from runs of one partition compress far better. It cannot serve keyed
+	// state (a dedup) or key_by, and with fewer partitions than workers the
+	// extra workers get nothing. auto: partition when the job keeps no keyed
+	// state, has no key_by and its readers own as many partitions each at
+	// start, else key.
+	Route Route `yaml:"route" default:"auto" doc:"auto | key | partition: which worker a record goes to: by key group (all records of a key on one worker), or its reader's (a partition's records together and in order, no shuffle); auto: partition for a job without keyed state or key_by whose readers own as many partitions each"`
 	// ChannelCapacity is the number of records each channel between tasks
 	// buffers before the sender blocks (backpressure).
 	ChannelCapacity int           `yaml:"channel_capacity" default:"1024" doc:"records buffered per channel between tasks"`

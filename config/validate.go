@@ -169,6 +169,10 @@ func (pl *Pipeline) Validate(p *Problems) {
 	if pl.KeyBy != "" && slices.Contains(strings.Split(pl.KeyBy, "."), "") {
 		p.Add("key_by", "%q has an empty path segment", pl.KeyBy)
 	}
+	spec.OneOf(p, "route", "route", pl.Route, RouteAuto, RouteKey, RoutePartition)
+	if pl.Route == RoutePartition && pl.KeyBy != "" {
+		p.Add("route", "is partition, but key_by (%q) asks for records to be shuffled by that field; drop one of the two", pl.KeyBy)
+	}
 	p.Between("channel_capacity", pl.ChannelCapacity, 1, channelCapacityLimit)
 	n, c := pl.Parallelism, pl.ChannelCapacity
 	if n >= 1 && n <= parallelismLimit && c <= channelCapacityLimit && n*n*c > channelRecordsLimit {

@@ -23,7 +23,11 @@
 // partitioned by key group: a restart at another parallelism gives each
 // worker the key groups of its new range from the old workers' snapshots
 // (restore.go, package state). Bounded channels give backpressure all the
-// way to the source's fetch.
+// way to the source's fetch. A job without keyed state or key_by, whose
+// readers own as many partitions each, skips the shuffle
+// (pipeline.route, route.go): reader i's batches go whole to worker i, as
+// Flink's forward connection; barriers still go on every channel, so the
+// graph and the alignment are the same.
 //
 // An attempt (attempt.go) runs in three phases: restore (restore.go: the
 // checkpoint store, the checkpoint, the sink's recovery, keyed state, the

@@ -14,15 +14,21 @@ import (
 
 // emitter is one source reader's output: a channel to every worker. It runs
 // on the reader's goroutine. Records are split by key so that all records of
-// one key reach the same worker, in order; a barrier or cancellation marker
-// goes to every channel.
+// one key reach the same worker, in order, or (byPartition) go whole to the
+// worker of the reader's index; a barrier or cancellation marker goes to
+// every channel.
 type emitter struct {
 	task    task
 	outs    []chan element
 	events  chan<- checkpoint.Event
 	metrics *jobMetrics
-	maxKG   int                    // max parallelism: the number of key groups
-	keyBy   *transform.FieldReader // pipeline.key_by's field; nil: the Kafka key
+	// byPartition (pipeline.route: partition) sends every batch whole to
+	// the worker of the reader's index: no key group is computed (the
+	// job keeps no keyed state), nothing is copied, and a partition's
+	// records stay together and in order.
+	byPartition bool
+	maxKG       int                    // max parallelism: the number of key groups
+	keyBy       *transform.FieldReader // pipeline.key_by's field; nil: the Kafka key
 	// stopAt is the job's final checkpoint once a stop was requested (0
 	// before), shared with the driver: barriers from it on are Final.
 	stopAt *atomic.Uint64
@@ -44,6 +50,9 @@ var _ source.Emitter = (*emitter)(nil)
 
 func (e *emitter) Records(ctx context.Context, b []record.Record) error {
 	e.metrics.recordsIn.Add(float64(len(b)))
+	if e.byPartition {
+		return e.send(ctx, e.task.index, element{Kind: checkpoint.RecordElement, Record: b, Size: batchBytes(b)})
+	}
 	if len(e.outs) == 1 {
 		for i := range b {
 			b[i].KeyGroup = uint16(e.keyGroupOf(&b[i]))

@@ -23,6 +23,7 @@ type graph struct {
 	workers  []*worker
 	events   chan checkpoint.Event
 	driver   *driver
+	routing  routing // pipeline.route as decided for this attempt
 	// stopAt is the final checkpoint once a stop was requested: the
 	// driver sets it, the emitters mark its barrier (and later ones) Final.
 	stopAt atomic.Uint64
@@ -37,13 +38,21 @@ func (a *attempt) build(r *restoredJob) (*graph, error) {
 	if len(g.readers) != p {
 		return nil, fmt.Errorf("%w: source made %d readers for parallelism %d", errPermanent, len(g.readers), p)
 	}
+	rt, err := route(cfg.Pipeline, r.stateful, r.source)
+	if err != nil {
+		return nil, err
+	}
+	g.routing = rt
+	log.Info().Stringer("route", rt).Str("because", rt.why).Msg("records go from readers to workers")
 	g.chans = make([][]chan element, p) // [reader][worker]
 	for i := range g.chans {
 		g.chans[i] = make([]chan element, p)
 		for w := range g.chans[i] {
 			g.chans[i][w] = make(chan element, channelCapacity(cfg.Pipeline.ChannelCapacity, batchRecords))
 		}
-		g.emitters = append(g.emitters, newEmitter(task{sourceTask, i}, g.chans[i], g.events, j.metrics, cfg.Pipeline.MaxParallelism, cfg.Pipeline.KeyBy, &g.stopAt))
+		em := newEmitter(task{sourceTask, i}, g.chans[i], g.events, j.metrics, cfg.Pipeline.MaxParallelism, cfg.Pipeline.KeyBy, &g.stopAt)
+		em.byPartition = rt.byPartition
+		g.emitters = append(g.emitters, em)
 	}
 	coord, err := checkpoint.NewCoordinator(coordinatorSettings(cfg.Checkpoint.Config, j.rand), taskIDs(p), r.md, r.store.MaxID())
 	if err != nil {

@@ -46,11 +46,13 @@ var commands = map[string]command{
 	"reset-checkpoints": {run: cmdResetCheckpoints},
 }
 
-// job [parallelism=N] [max-parallelism=N] [dedup] [key-by=FIELD] [tolerable=N] [max-concurrent=N] [timeout=D] [on-unrestorable=fail|fall_back]
+// job [parallelism=N] [max-parallelism=N] [dedup] [key-by=FIELD] [route=auto|key|partition] [tolerable=N] [max-concurrent=N] [timeout=D] [on-unrestorable=fail|fall_back]
 //
 // Sets the job that the next start or restart runs. Defaults: parallelism
 // 1, max-parallelism 8, no transform (dedup: a dedup on the record's id),
-// key-by unset (records keyed by their Kafka key),
+// key-by unset (records keyed by their Kafka key), route key (records
+// shuffled by key group: the traces written before pipeline.route have
+// every reader send to every worker; route.txt is the other routes),
 // tolerable 5, max-concurrent 1, timeout 1m, on-unrestorable fail. Prints
 // nothing.
 func cmdJob(h *harness, t *testing.T, d *datadriven.TestData) error {
@@ -66,6 +68,8 @@ func cmdJob(h *harness, t *testing.T, d *datadriven.TestData) error {
 	h.opts.dedup = d.HasArg("dedup")
 	h.opts.keyBy = ""
 	d.MaybeScanArgs(t, "key-by", &h.opts.keyBy)
+	h.opts.route = "key"
+	d.MaybeScanArgs(t, "route", &h.opts.route)
 	return nil
 }
 

@@ -86,6 +86,15 @@ func (s *scriptedSource) Commit(context.Context, []source.Position) error {
 func (s *scriptedSource) Describe(ps []source.Position) string { return fmt.Sprintf("%s", ps) }
 func (s *scriptedSource) Close()                               {}
 
+// Owned: reader i owns the world's partitions p with p mod readers == i.
+func (s *scriptedSource) Owned() []int {
+	n := make([]int, len(s.readers))
+	for p := range world.partitions {
+		n[p%len(s.readers)]++
+	}
+	return n
+}
+
 // scriptedReader owns partitions p with p mod of == index. Its control
 // requests (triggers, cancellations) wait until the script makes it emit.
 type scriptedReader struct {

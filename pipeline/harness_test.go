@@ -58,7 +58,7 @@ type harness struct {
 type harnessJob struct {
 	parallelism, maxParallelism, tolerable, maxConcurrent int
 	dedup                                                 bool
-	keyBy                                                 string
+	keyBy, route                                          string
 	timeout                                               time.Duration
 	onUnrestorable                                        string
 }
@@ -69,7 +69,7 @@ func newHarness(t *testing.T) *harness {
 	world = &harnessWorld{out: &strings.Builder{}, partitions: make([][]string, 4),
 		sink: recordingSink{pending: map[string][]string{}, committed: map[string]bool{}}}
 	return &harness{t: t, mem: vfs.NewCrashableMem(), faults: &faultSwitch{}, now: t0, ctx: context.Background(),
-		opts: harnessJob{parallelism: 1, maxParallelism: 8, tolerable: 5, maxConcurrent: 1, timeout: time.Minute, onUnrestorable: "fail"}}
+		opts: harnessJob{parallelism: 1, maxParallelism: 8, tolerable: 5, maxConcurrent: 1, timeout: time.Minute, onUnrestorable: "fail", route: "key"}}
 }
 
 func (h *harness) close() {
@@ -110,9 +110,9 @@ kafka: {brokers: ["unused:9092"]}
 source: {type: scripted}
 checkpoint: {interval: 1h, initial_delay: 1h, timeout: %s, tolerable_failures: %d, max_concurrent: %d, on_unrestorable: %s, dir: /chk}
 state: {dir: /state}
-pipeline: {parallelism: %d, max_parallelism: %d, key_by: %q, channel_capacity: 1000000, transforms: [%s]}
+pipeline: {parallelism: %d, max_parallelism: %d, key_by: %q, route: %s, channel_capacity: 1000000, transforms: [%s]}
 sink: {type: recording}
-`, o.timeout, o.tolerable, o.maxConcurrent, o.onUnrestorable, o.parallelism, o.maxParallelism, o.keyBy, transforms)
+`, o.timeout, o.tolerable, o.maxConcurrent, o.onUnrestorable, o.parallelism, o.maxParallelism, o.keyBy, o.route, transforms)
 	j, err := config.Parse("harness.yaml", []byte(y), func(string) (string, bool) { return "", false })
 	if err != nil {
 		h.t.Fatalf("harness config: %v", err)
@@ -137,6 +137,9 @@ func (h *harness) startAttempt() error {
 		return err
 	}
 	h.a, h.r, h.final = a, r, 0
+	if h.opts.route != "key" {
+		world.printf("route: %s (%s)", h.g.routing, h.g.routing.why)
+	}
 	job.setRunning(r.source, h.g.driver) // as attempt.run does once the tasks run
 	h.g.driver.observe = h.observe
 	h.g.driver.clock = func() time.Time { return h.now }

@@ -82,6 +82,16 @@ type Emitter interface {
 	Cancel(ctx context.Context, id checkpoint.ID) error
 }
 
+// Partitioned is implemented by a Source whose readers each own a share of
+// the input's partitions. Owned may be called after Open, before the
+// readers run: it is how many partitions each reader owns (in Readers'
+// order) at that time. With pipeline.route: auto, the runtime keeps records
+// on their reader's worker only for a Partitioned source whose readers own
+// as many each.
+type Partitioned interface {
+	Owned() []int
+}
+
 // Lagger is implemented by a Source that knows how far its readers are
 // behind the end of their input, for the job's metrics. Lag may be called
 // from any goroutine, concurrently with every other method, until Close.

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/connector-dev/connector/config"
 	"github.com/connector-dev/connector/internal/spec"
 	"github.com/connector-dev/connector/record"
 )
@@ -50,6 +51,14 @@ func init() {
 func (c *DedupConfig) Validate(p *spec.Problems) {
 	for _, err := range c.problems() {
 		report(p, KindDedup, err)
+	}
+}
+
+// ValidateJob checks the dedup against the job: its keyed state needs
+// records shuffled by key group.
+func (c *DedupConfig) ValidateJob(j *config.Job, p *spec.Problems) {
+	if j.Pipeline.Route == config.RoutePartition {
+		p.Add("pipeline.route", "is partition, but a dedup keeps keyed state, which needs the records of a key on one worker: use key or auto")
 	}
 }
 

@@ -216,13 +216,28 @@ func (c *column) addBytes(b []byte) {
 	c.prefix = append(c.prefix, int32(p))
 	c.lens = append(c.lens, int32(len(b)))
 	c.st.unencoded += int64(len(b))
+	prevStart := c.prev
 	c.prev = start
 	v := span{start, len(c.bytes)}
-	switch {
-	case c.values == 0:
+	if c.values == 0 {
 		c.lo, c.hi = v, v
-	case p == len(b) && p == len(prev):
-		// the previous value again: the bounds stay
+		return
+	}
+	if p == len(b) && p == len(prev) {
+		return // the previous value again: the bounds stay
+	}
+	// The prefix b shares with the previous value says which of the two
+	// is above; when the previous value is a bound, that decides (values
+	// of increasing ids mostly stay above the last, the highest). A bound
+	// is the previous value only if it is its span: an empty value takes
+	// no bytes, so the value after it starts where it does.
+	above := p == len(prev) || (p < len(b) && b[p] > prev[p])
+	was := span{prevStart, start}
+	switch {
+	case above && c.hi == was:
+		c.hi = v
+	case !above && c.lo == was:
+		c.lo = v
 	case compareBytes(b, c.bytes[c.hi.start:c.hi.end]) > 0:
 		c.hi = v
 	case compareBytes(b, c.bytes[c.lo.start:c.lo.end]) < 0:

@@ -46,13 +46,34 @@ func loadValue(i int) []byte {
 }
 
 // BenchmarkRowGroupOfDrainOrder is BenchmarkRowGroupOfLoadRecords with
-// the records in the order a worker of the Kafka-to-S3 drain gets them, so
-// that its bytes a row are the drain's (the sequential ids of the other two
-// compress far better): the topic's 16 partitions hold records i mod 16 in
-// order, fetches bring runs of a few hundred records of one partition, and
-// the key shuffle sends every other record at random to the other worker.
+// the records in the order a worker of the Kafka-to-S3 drain got them while
+// it shuffled them by key (pipeline.route: key), so that its bytes a row are
+// that drain's (the sequential ids of the other two compress far better):
+// the topic's 16 partitions hold records i mod 16 in order, fetches bring
+// runs of a few hundred records of one partition, and the key shuffle sends
+// every other record at random to the other worker.
 func BenchmarkRowGroupOfDrainOrder(b *testing.B) {
-	const partitions, run = 16, 400
+	order := drainOrder(16, true)
+	benchRowGroups(b, func(i int) []byte { return loadValue(order[i]) })
+}
+
+// BenchmarkRowGroupOfPartitionRuns is the order of the same drain with
+// pipeline.route: partition (its default since): a worker gets whole runs
+// of its own reader's partitions, 8 of the 16.
+func BenchmarkRowGroupOfPartitionRuns(b *testing.B) {
+	order := drainOrder(8, false)
+	for i, r := range order {
+		order[i] = r%8*2 + r/8*16 // partition 2k of 16 where drainOrder made k of 8
+	}
+	benchRowGroups(b, func(i int) []byte { return loadValue(order[i]) })
+}
+
+// drainOrder is the record numbers one worker gets: runs of 400 records of
+// one of partitions (holding records i mod partitions in order), each
+// record kept at random with probability 1/2 if split (the other worker
+// takes the rest).
+func drainOrder(partitions int, split bool) []int {
+	const run = 400
 	order := make([]int, 0, 200_000)
 	rng := rand.New(rand.NewPCG(1, 2))
 	for next := make([]int, partitions); len(order) < cap(order); {
@@ -60,12 +81,12 @@ func BenchmarkRowGroupOfDrainOrder(b *testing.B) {
 		for range run {
 			i := p + partitions*next[p]
 			next[p]++
-			if rng.IntN(2) == 0 && len(order) < cap(order) {
+			if (!split || rng.IntN(2) == 0) && len(order) < cap(order) {
 				order = append(order, i)
 			}
 		}
 	}
-	benchRowGroups(b, func(i int) []byte { return loadValue(order[i]) })
+	return order
 }
 
 func benchRowGroups(b *testing.B, value func(i int) []byte) {

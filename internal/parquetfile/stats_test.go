@@ -3,8 +3,10 @@ package parquetfile
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"testing"
@@ -302,5 +304,89 @@ func TestWordHashSpreadsTheDoublesOfAColumn(t *testing.T) {
 		if len(homes) < len(vs)*2/3 || probes > len(vs) {
 			t.Errorf("%s: %d values start in %d slots of %d and take %d probes beyond their first", name, len(vs), len(homes), len(d.words), probes)
 		}
+	}
+}
+
+// TestDeltaByteArrayBoundsFollowEveryOrder: the bounds of a string column
+// written without a dictionary (too many distinct values: it falls back
+// within the first row group) are its least and greatest values, whatever
+// the order: runs going up (each value above the last, the highest), runs
+// going down, values that are prefixes of the last or extend it, bytes
+// above 0x7f (compared unsigned), repeats, random values, and an empty
+// value followed by one above it and one between the two (an empty value
+// takes no bytes: the next one starts where it does). Each row group's
+// statistics are checked against the values it holds; the row groups
+// take several pages each.
+func TestDeltaByteArrayBoundsFollowEveryOrder(t *testing.T) {
+	cols := []Column{{Name: "s", Type: TypeString}}
+	rng := rand.New(rand.NewPCG(7, 11))
+	var values []string
+	for len(values) < 300_000 {
+		base := fmt.Sprintf("k%08d", rng.IntN(100_000_000))
+		switch rng.IntN(7) {
+		case 5: // the empty value, one above it, one between the two
+			values = append(values, "", base, base[:4])
+		case 0: // up
+			for j := range 50 {
+				values = append(values, fmt.Sprintf("%s-%03d", base, j))
+			}
+		case 1: // down
+			for j := range 50 {
+				values = append(values, fmt.Sprintf("%s-%03d", base, 49-j))
+			}
+		case 2: // prefixes and extensions of the last value
+			values = append(values, base, base+"x", base[:5], base+"xy", base[:3], base)
+		case 3: // bytes above 0x7f, compared unsigned
+			values = append(values, base+"\u00e9", base+"a", base+"\u00ff", base+"<\x01")
+		case 4: // repeats
+			values = append(values, base, base, base)
+		default:
+			values = append(values, base+strconv.Itoa(rng.IntN(1000)))
+		}
+	}
+	values = values[:300_000]
+	// The extremes at random places, so that no bound is the first value.
+	values[rng.IntN(len(values))] = "\U0010FFFF"
+	values[rng.IntN(len(values))] = ""
+	value := func(i int) []byte {
+		s, err := json.Marshal(values[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Appendf(nil, `{"s":%s}`, s)
+	}
+	file, n := groupsFile(t, Schema{Columns: cols}, value, 160_000, 140_000)
+	f, rows := readGo(t, file, cols)
+	if n != len(values) || len(rows) != n {
+		t.Fatalf("%d rows written, %d read, want %d", n, len(rows), len(values))
+	}
+	first := 0
+	delta := false
+	for g, rg := range f.Metadata().RowGroups {
+		m := rg.Columns[0].MetaData
+		delta = delta || slices.Contains(m.Encoding, format.DeltaByteArray)
+		pages := 0
+		for _, e := range m.EncodingStats {
+			if e.PageType == format.DataPage && e.Encoding == format.DeltaByteArray {
+				pages += int(e.Count)
+			}
+		}
+		if pages < 2 {
+			t.Errorf("row group %d: %d DELTA_BYTE_ARRAY pages, the test wants several", g, pages)
+		}
+		lo, hi := values[first], values[first]
+		for i := first; i < first+int(rg.NumRows); i++ {
+			if got := rows[i][0].(string); got != values[i] {
+				t.Fatalf("row %d: %q, want %q", i, got, values[i])
+			}
+			lo, hi = min(lo, values[i]), max(hi, values[i])
+		}
+		if st := m.Statistics; string(st.MinValue) != lo || string(st.MaxValue) != hi {
+			t.Errorf("row group %d: bounds [%q, %q], want [%q, %q]", g, st.MinValue, st.MaxValue, lo, hi)
+		}
+		first += int(rg.NumRows)
+	}
+	if !delta {
+		t.Errorf("no DELTA_BYTE_ARRAY pages: the test wants values written without a dictionary")
 	}
 }

@@ -29,6 +29,7 @@ type fileWriter struct {
 	first    checkpoint.ID      // F of the files it opens: one more than the last barrier
 	seq      int                // files opened since the last barrier
 	open     map[string]*part   // the parts taking records, by bucket
+	last     *part              // the part the last Write took, while open: its bucket's next Write skips the map
 	writes   uint64             // Writes so far: the parts' last use
 	parts    []*part            // rolled parts not yet handed out in a committable
 	ioErr    error              // I/O failed since the last PreCommit: Write stays off the disk
@@ -91,7 +92,10 @@ func (w *fileWriter) Write(_ context.Context, r *record.Record) error {
 	if w.buckets != nil {
 		bucket = w.buckets.Expand(r.Timestamp, r.Value)
 	}
-	p := w.open[string(bucket)]
+	p := w.last
+	if p == nil || p.bucket != string(bucket) {
+		p = w.open[string(bucket)]
+	}
 	// Old, or full since a pre-commit flushed its format's buffered rows.
 	if p != nil && (w.old(p, now) || p.size() >= int64(w.s.cfg.RollSize)) {
 		if err := w.roll(p); err != nil {
@@ -111,11 +115,12 @@ func (w *fileWriter) Write(_ context.Context, r *record.Record) error {
 	var err error
 	if p.buf, err = p.ff.Append(p.buf, r.Value); err != nil {
 		if opened {
-			delete(w.open, p.bucket) // nothing taken: no file
+			w.forget(p) // nothing taken: no file
 			w.seq--
 		}
 		return fmt.Errorf("file sink: %s/%d@%d: %w", r.Topic, r.Partition, r.Offset, err)
 	}
+	w.last = p
 	// The bytes in the file count, not the rows a format buffers (their
 	// encoded size is unknown until flushed, and compressed): a Parquet
 	// file rolls once its row groups reach roll_size, so files are at
@@ -200,6 +205,14 @@ func (w *fileWriter) backlog() int {
 	return n
 }
 
+// forget takes p out of the open parts.
+func (w *fileWriter) forget(p *part) {
+	delete(w.open, p.bucket)
+	if w.last == p {
+		w.last = nil
+	}
+}
+
 // rollLater closes the open part p without syncing it: its format's last
 // bytes (a Parquet footer) go to its buffer. A format that fails leaves
 // the part open, and the writer failed: the task restarts from the last
@@ -209,7 +222,7 @@ func (w *fileWriter) rollLater(p *part) error {
 	if p.buf, err = p.ff.Close(p.buf); err != nil {
 		return fmt.Errorf("file sink writer %d: close %s: %w", w.instance, p.name, err)
 	}
-	delete(w.open, p.bucket)
+	w.forget(p)
 	p.state = partRolled
 	w.parts = append(w.parts, p)
 	return nil

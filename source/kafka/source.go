@@ -89,6 +89,19 @@ func (s *Source) Readers() []source.Reader {
 	return out
 }
 
+var _ source.Partitioned = (*Source)(nil)
+
+// Owned is how many partitions each reader owns now (source.Partitioned).
+func (s *Source) Owned() []int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := make([]int, len(s.readers))
+	for i := range s.readers {
+		n[i] = s.owned(i, s.known).Len()
+	}
+	return n
+}
+
 // Run, every Options.DiscoverInterval, checks that the topics are the ones
 // the job started on (a topic deleted or recreated ends Run with an error)
 // and looks for new partitions; every probeEvery it lists the partitions'

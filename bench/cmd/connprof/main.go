@@ -72,9 +72,11 @@ func run(cfgPath string, records uint64, cpuProfile, memProfile, heapProfile, mu
 	log := zerolog.New(os.Stderr).Level(zerolog.InfoLevel).With().Timestamp().Logger()
 	reg := prometheus.NewRegistry() // the job's metrics only
 	job := pipeline.New(cfg, pipeline.Options{Registry: reg, Log: log})
+	var peak peaks
 	out := func() uint64 {
 		s, _ := metrics.Gather(reg)
 		n, _ := s.Sum("connector_records_out_total")
+		peak.observe(s)
 		return uint64(n)
 	}
 
@@ -128,6 +130,7 @@ func run(cfgPath string, records uint64, cpuProfile, memProfile, heapProfile, mu
 	n := out()
 	fmt.Fprintf(os.Stderr, "connprof: %d records written in %.2fs (%.0f records/s), %.2f CPU s after the first record (%.2f CPU s per million)\n",
 		n, took.Seconds(), float64(n)/took.Seconds(), cpu.Seconds(), cpu.Seconds()/(float64(n)/1e6))
+	peak.print(os.Stderr)
 
 	write := func(name, path string) error {
 		if path == "" {
