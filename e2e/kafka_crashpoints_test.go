@@ -25,7 +25,7 @@ import (
 //   - between-commits: one writer's transaction of the checkpoint is
 //     committed, the next is not;
 //   - during-restore: the sink has recovered (aborted, produced again),
-//     the state is not restored yet.
+//     the state is restored and the source open, nothing is read yet.
 var kafkaCrashPoints = []string{
 	"after-flush:1",
 	"after-flush:6",

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
@@ -26,32 +27,53 @@ func TestExactlyOnceUnderRandomSIGKILL(t *testing.T) {
 	dedup := []map[string]any{{"type": "dedup", "key": "id", "ttl": "1h"}}
 	dedupExpiring := []map[string]any{{"type": "dedup", "key": "id", "ttl": "5s"}}
 	keyByID := map[string]map[string]any{"pipeline": {"key_by": "id"}}
+	routePartition := map[string]map[string]any{"pipeline": {"route": "partition"}}
+	// route is how every run routed records from readers to workers
+	// (pipeline.route, as logged): auto keeps a lone reader's records on
+	// its worker, and shuffles 6 partitions over 4 readers (2, 2, 1, 1).
 	for _, tc := range []struct {
-		name string
-		spec jobSpec
-		dups producerSpec
+		name  string
+		spec  jobSpec
+		dups  producerSpec
+		route string
 	}{
-		{"parallelism-1", jobSpec{Parallelism: 1}, producerSpec{}},
-		{"parallelism-4", jobSpec{Parallelism: 4}, producerSpec{}},
+		{"parallelism-1", jobSpec{Parallelism: 1}, producerSpec{}, "partition"},
+		{"parallelism-4", jobSpec{Parallelism: 4}, producerSpec{}, "key"},
+		// Each reader's records on its own worker, as asked.
+		{"parallelism-4-route-partition", jobSpec{Parallelism: 4, Config: routePartition}, producerSpec{}, "partition"},
 		{"parallelism-4-dedup", jobSpec{Parallelism: 4, Transforms: dedup, FullSnapshotAfter: "32KiB", Config: keyByID},
-			producerSpec{DupEvery: 20, CopyKey: "-copy"}},
+			producerSpec{DupEvery: 20, CopyKey: "-copy"}, "key"},
 		// The ids' record times (their production) span about 40 s, eight
 		// TTLs: each worker expires its oldest buckets (state.Store.Expire,
 		// an excise) from about 15 s on, between kills, restores and full
 		// snapshots. A copy follows its id within 1,000 ids (0.2 s), well
 		// within the TTL.
 		{"parallelism-4-dedup-expiring", jobSpec{Parallelism: 4, Transforms: dedupExpiring, FullSnapshotAfter: "32KiB", Config: keyByID},
-			producerSpec{DupEvery: 20, CopyKey: "-copy"}},
+			producerSpec{DupEvery: 20, CopyKey: "-copy"}, "key"},
 	} {
-		t.Run(tc.name, func(t *testing.T) { randomKills(t, b, tc.spec, tc.dups) })
+		t.Run(tc.name, func(t *testing.T) {
+			j := randomKills(t, b, tc.spec, tc.dups)
+			lines := j.logsOf("records go from readers to workers")
+			if len(lines) == 0 {
+				t.Fatalf("no run logged how records go from readers to workers")
+			}
+			for _, l := range lines {
+				var r struct{ Route string }
+				if err := json.Unmarshal(l, &r); err != nil || r.Route != tc.route {
+					t.Fatalf("a run routed records by %q (%v), want %q: %s", r.Route, err, tc.route, l)
+				}
+			}
+		})
 	}
 }
 
 // randomKills runs the kill test of spec; dups says which ids are produced
 // twice (DupEvery, CopyKey).
-func randomKills(t *testing.T, b kafkatest.Brokers, spec jobSpec, dups producerSpec) {
+func randomKills(t *testing.T, b kafkatest.Brokers, spec jobSpec, dups producerSpec) *job {
 	spec.Partitions = 6
-	killAndDrain(t, b, newJob(t, b, spec), dups)
+	j := newJob(t, b, spec)
+	killAndDrain(t, b, j, dups)
+	return j
 }
 
 // killAndDrain is the kill test on a job made already (its spec with 6
@@ -80,6 +102,10 @@ func killAndDrain(t *testing.T, b kafkatest.Brokers, j *job, dups producerSpec) 
 
 	prod.wait(t, 2*time.Minute)
 	p := j.start()
+	// Ready first: the ids may all be visible already (the kill phase
+	// committed them), and a SIGTERM before the process set up its
+	// handler ends it by the signal (seen in CI: run 25, no log line).
+	j.waitReady(p, 2*time.Minute)
 	j.waitForAll(p, n, 2*time.Minute)
 	j.terminate(p, time.Minute)
 

@@ -19,7 +19,7 @@ import (
 //     the next is not;
 //   - mid-commit: an object was completed and its deltas are not deleted;
 //   - during-restore: the sink has recovered (completed, resumed, aborted),
-//     the state is not restored yet.
+//     the state is restored and the source open, nothing is read yet.
 var s3CrashPoints = []string{
 	"after-part-upload:1",
 	"after-part-upload:5",

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -34,24 +35,88 @@ type restoredJob struct {
 	bad      *badRecords
 }
 
-// restore runs the restore phase: steps 1-5 below, in this order (DESIGN,
-// "Restart"). Everything it opens is closed with the attempt. stop, when
-// closed, ends the wait for an unreachable source.
+// restore runs the restore phase (DESIGN, "Restart"): step 1 loads the
+// checkpoint; then the sink's recovery (step 2) runs while the state is
+// restored (step 3) and the source is opened (step 4); step 5 follows
+// them. Steps 2 to 4 share nothing but what step 1 loaded, and each waits
+// on its own system (the sink's, the disk, the source's brokers), so a
+// restart, and a group's slot handover, waits for the longest of them, not
+// their sum. Nothing reads a record before all of them are done.
+// Everything it opens is closed with the attempt. stop, when closed, ends
+// the wait for an unreachable source.
 func (a *attempt) restore(ctx context.Context, stop <-chan struct{}) (*restoredJob, error) {
 	r, err := a.loadCheckpoint(ctx, stop)
 	if err != nil {
 		return nil, err
 	}
-	if err := a.recoverSink(ctx, r); err != nil {
+	snk, err := a.openSink(ctx, r)
+	if err != nil {
 		return nil, err
 	}
+	// The first failure is the cause: it ends the others' waits (a failed
+	// recovery the source's wait for its brokers, a failed state restore
+	// or source open the recovery's retries), and their errors are its
+	// echo. A cancellation (stop, or ctx) gives way to a real error that
+	// comes after it.
+	octx, cancel := context.WithCancel(ctx)
+	var (
+		mu    sync.Mutex
+		cause error
+	)
+	fail := func(err error) {
+		mu.Lock()
+		if cause == nil || isCancel(cause) && !isCancel(err) {
+			cause = err
+		}
+		mu.Unlock()
+		cancel()
+	}
+	recovered := make(chan struct{})
+	var panicked any // a panic of the recovery, raised again on this goroutine
+	go func() {
+		defer close(recovered)
+		defer func() {
+			if p := recover(); p != nil {
+				panicked = p
+				cancel()
+			}
+		}()
+		if err := a.recoverSink(octx, r, snk); err != nil {
+			fail(err)
+		}
+	}()
+	func() {
+		defer func() {
+			if p := recover(); p != nil {
+				cancel()
+				<-recovered // the sink is closed with the attempt, never while its Recover runs
+				panic(p)
+			}
+		}()
+		if err := a.restoreState(r); err != nil {
+			fail(err)
+			return
+		}
+		if err := octx.Err(); err != nil {
+			fail(err) // the recovery's failure, or ctx's end: not opened
+			return
+		}
+		if err := a.openSource(octx, stop, r); err != nil {
+			fail(err)
+		}
+	}()
+	<-recovered // in every case: the sink is closed with the attempt, never while its Recover runs
+	cancel()
+	if panicked != nil {
+		panic(panicked)
+	}
+	if cause != nil {
+		return nil, cause
+	}
+	// Only now, with the checkpoint's output committed again: a position
+	// is never committed ahead of its output.
+	a.commitRestoredPositions(ctx, r)
 	crashpoint.Hit(crashpoint.DuringRestore)
-	if err := a.restoreState(r); err != nil {
-		return nil, err
-	}
-	if err := a.openSource(ctx, stop, r); err != nil {
-		return nil, err
-	}
 	if err := a.openDeadLetter(r); err != nil {
 		return nil, err
 	}
@@ -107,21 +172,29 @@ func (a *attempt) loadCheckpoint(ctx context.Context, stop <-chan struct{}) (*re
 	return r, nil
 }
 
-// recoverSink is step 2: decide whether the checkpoint found may be
-// restored (fallback.go), then commit its output again (idempotent) and
-// remove everything that belongs to no completed checkpoint.
-func (a *attempt) recoverSink(ctx context.Context, r *restoredJob) error {
+// openSink builds the sink and decides whether the checkpoint found may
+// be restored (fallback.go).
+func (a *attempt) openSink(ctx context.Context, r *restoredJob) (sink.Sink, error) {
 	snk, err := sink.New(a.j.cfg.Sink, sink.Env{Job: a.j.cfg, FS: a.j.fs, Log: a.j.log, Stdout: a.j.stdout, KafkaHooks: a.j.metrics.kafka.Hooks})
 	if err != nil {
-		return fmt.Errorf("%w: %w", errPermanent, err)
+		return nil, fmt.Errorf("%w: %w", errPermanent, err)
 	}
 	a.defer_(func() { _ = snk.Close() })
 	if err := a.checkFallback(ctx, r, snk); err != nil {
-		return err
+		return nil, err
 	}
+	return snk, nil
+}
+
+// recoverSink is step 2: commit the restored checkpoint's output again
+// (idempotent) and remove everything that belongs to no completed
+// checkpoint. It runs on a goroutine of its own (restore), and so touches
+// nothing of r but reading its committables, and sets r.sink only once
+// done.
+func (a *attempt) recoverSink(ctx context.Context, r *restoredJob, snk sink.Sink) error {
 	done := warnWhileSlow(a.j.log.With().Int("committables", len(r.committables)).Logger(), slowCallWarning,
 		"sink recovery (committing the restored checkpoint's output again)")
-	err = snk.Recover(ctx, r.committables)
+	err := snk.Recover(ctx, r.committables)
 	done()
 	if err != nil {
 		return fmt.Errorf("recover sink: %w", err)
@@ -207,12 +280,27 @@ func (a *attempt) openSource(ctx context.Context, stop <-chan struct{}, r *resto
 	r.source = src
 	if r.md != nil {
 		j.log.Info().Uint64("checkpoint", uint64(r.md.ID)).Str("positions", src.Describe(r.positions)).Msg("source positioned at the checkpoint")
-		// Repairs a crash between persisting md and committing its positions.
-		if err := src.Commit(ctx, r.positions); err != nil {
-			j.log.Warn().Err(err).Msg("re-committing the restored checkpoint's positions failed")
-		}
 	}
 	return nil
+}
+
+// commitRestoredPositions commits the restored checkpoint's positions to
+// the source (the Kafka group's offsets), once the sink has recovered: it
+// repairs a crash between persisting the checkpoint and committing its
+// positions, in the order notify keeps (the sink's output, then the
+// positions).
+func (a *attempt) commitRestoredPositions(ctx context.Context, r *restoredJob) {
+	if r.md == nil {
+		return
+	}
+	if err := r.source.Commit(ctx, r.positions); err != nil {
+		a.j.log.Warn().Err(err).Msg("re-committing the restored checkpoint's positions failed")
+	}
+}
+
+// isCancel says whether err is a context's end, not a failure of its own.
+func isCancel(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // openDeadLetter is step 5: the dead-letter producer, if configured.

@@ -29,8 +29,11 @@ func (r Retry) Do(ctx context.Context, what string, fn func() error) error {
 	backoff := 200 * time.Millisecond
 	for attempt := 1; ; attempt++ {
 		err := fn()
-		if err == nil || !errors.Is(err, r.Unreachable) || ctx.Err() != nil {
+		if err == nil || !errors.Is(err, r.Unreachable) {
 			return err
+		}
+		if ctx.Err() != nil { // fn's error may be the echo of ctx's end: said as such
+			return fmt.Errorf("%s: %s: %w (last error: %w)", r.Name, what, ctx.Err(), err)
 		}
 		if r.BeforeWait != nil {
 			r.BeforeWait()

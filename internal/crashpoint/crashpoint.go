@@ -30,8 +30,8 @@ const (
 	// checkpoint's output is visible and part is not.
 	MidCommit = "mid-commit"
 	// DuringRestore: after a restart has loaded the checkpoint to restore
-	// and before the job runs again (state half restored, sinks half
-	// recovered).
+	// and before the job runs again (the sink recovered, the state
+	// restored, the source opened, nothing read).
 	DuringRestore = "during-restore"
 	// AfterFlush: a transactional sink's writer has every record of its
 	// transaction acknowledged by the brokers and has not yet added its

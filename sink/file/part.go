@@ -211,7 +211,10 @@ func (p *part) finish(s *File) error {
 	if err := p.f.Sync(); err != nil {
 		return fmt.Errorf("sync %s: %w", p.name, err)
 	}
-	dropCachedRange(p.f, p.dropped, 0) // all of it is on the disk now
+	// All of it is on the disk now: dropped from the start, for the pages
+	// an earlier dropBehind skipped while they were dirty or being written
+	// (a slow disk under load left a third of a part cached that way).
+	dropCachedRange(p.f, 0, 0)
 	err := p.f.Close()
 	p.f = nil
 	p.state = partSynced

@@ -48,6 +48,19 @@
 // data is lost only if the output topic's retention deleted the aborted
 // records first, which Recover detects (it counts them) and refuses.
 //
+// A transaction can hang: the coordinator ended it, but its end marker
+// never reached a partition it wrote (a broker restart during the commit
+// left one here), so that partition's last stable offset stays at its
+// first record and read_committed consumers wait for ever. Recover finds a
+// restored transaction hanging when it reads it back to the log's end
+// without the marker while the partition's leader still holds it open
+// (DescribeProducers), and ends it there itself (WriteTxnMarkers, as
+// kafka-transactions.sh abort does; it needs ClusterAction on the
+// cluster): committed if a partition of it holds a commit marker, else
+// aborted, and then produced again as above; the same marker goes to the
+// progress group's partition of __consumer_offsets if the transaction
+// hangs there too (hanging.go).
+//
 // The full design, with the crash table: docs/design/kafka-sink.md.
 //
 // # Fencing

@@ -250,6 +250,9 @@ func (s *Sink) one(ctx context.Context, restored []sink.Committable, id string) 
 	return TxnState{ID: id}, fmt.Errorf("the brokers know no transactional id %s", id)
 }
 
+// abortWait bounds one initialisation of a transactional id (abortID).
+const abortWait = 20 * time.Second
+
 // abortID aborts the open transaction of id by initialising the id.
 func (s *Sink) abortID(ctx context.Context, id string) error {
 	cl, err := s.client(id)
@@ -257,7 +260,15 @@ func (s *Sink) abortID(ctx context.Context, id string) error {
 		return err
 	}
 	defer cl.Close()
-	if _, _, err := cl.ProducerID(ctx); err != nil { // initialising the id aborts its open transaction
+	// franz-go retries CONCURRENT_TRANSACTIONS (the coordinator still
+	// ending the transaction) without end or log until ctx ends: bounded,
+	// so that a transaction that does not end is said and looked at again.
+	ictx, cancel := context.WithTimeout(ctx, abortWait)
+	defer cancel()
+	if _, _, err := cl.ProducerID(ictx); err != nil { // initialising the id aborts its open transaction
+		if ictx.Err() != nil && ctx.Err() == nil {
+			err = fmt.Errorf("the coordinator did not end it within %v: %w", abortWait, err)
+		}
 		return fmt.Errorf("abort the open transaction of %s: %w", id, err)
 	}
 	s.stats.aborts.Add(1)

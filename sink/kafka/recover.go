@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -57,6 +58,8 @@ func (s *Sink) recover(ctx context.Context, restored []sink.Committable) error {
 	}
 	progress, err := s.readProgress(ctx, true)
 	switch {
+	case err == nil:
+		s.unstableSince = time.Time{}
 	case errors.Is(err, kerr.UnstableOffsetCommit) && aborted > 0:
 		s.unstableSince = time.Time{} // the aborts just made are landing
 	case errors.Is(err, kerr.UnstableOffsetCommit):
@@ -80,7 +83,9 @@ func (s *Sink) recover(ctx context.Context, restored []sink.Committable) error {
 	if err != nil {
 		return unreachable(err)
 	}
-	s.unstableSince = time.Time{}
+	// unstableSince stays set until Recover succeeds: a round that ends a
+	// hanging transaction and fails on another does not wait the grace
+	// again.
 	s.mu.Lock()
 	s.progress = progress
 	s.mu.Unlock()
@@ -100,6 +105,7 @@ func (s *Sink) recover(ctx context.Context, restored []sink.Committable) error {
 			return err
 		}
 	}
+	s.unstableSince = time.Time{}
 	s.log.Info().Int("restored_segments", len(restored)).Uint64("produced_again", s.stats.commits.Load()-before).Msg("kafka sink recovered")
 	return nil
 }
@@ -247,7 +253,7 @@ func (s *Sink) abortOpen(ctx context.Context) (aborted int, err error) {
 // the last committed ones (see recover). A transaction the broker is
 // ending right now is listed as open; once ended, its markers land within
 // seconds.
-const unstableGrace = 30 * time.Second
+const unstableGrace = 15 * time.Second
 
 // reproduce commits segment c: it reads the segment back from the log with
 // the transaction's end markers, and if the transaction was aborted (a
@@ -263,7 +269,18 @@ func (s *Sink) reproduce(ctx context.Context, c sink.Committable) error {
 		return err
 	}
 	back, err := s.readSegment(ctx, seg)
-	if err != nil {
+	var hang *errHanging
+	if errors.As(err, &hang) && !(back.committed > 0 && back.aborted > 0) {
+		if err := s.endHanging(ctx, c, seg, back, hang); err != nil {
+			return err
+		}
+		back, err = s.readSegment(ctx, seg) // now with its end markers everywhere
+		hang = nil
+		if errors.As(err, &hang) {
+			return unreachable(err) // looked at again in the next round
+		}
+	}
+	if err != nil && hang == nil {
 		return err
 	}
 	switch {
@@ -348,14 +365,45 @@ func (s *Sink) readSegment(ctx context.Context, seg segment) (segmentLog, error)
 		return back, err
 	}
 	defer cl.Close()
+	// Each poll is bounded, so that a marker that does not come is said
+	// (in the error, which Recover's retry logs) and looked for again with
+	// a new client, not waited for in silence until Recover's own
+	// deadline. A long segment reads on as long as records come.
+	wait := cmp.Or(s.markerWait, segmentReadWait)
+	reached := map[topicPartition]int64{}
+	// Progress is a record of an open partition below the log's end as it
+	// was at the start (every marker there is, abortOpen having ended the
+	// job's transactions, lies below it), or of the segment's producer:
+	// other producers' records between the segment and its marker are read
+	// through however long they take, and new ones in a busy topic do not
+	// keep the read waiting.
+	ends := map[topicPartition]int64{}
+	if listed, err := s.adm.ListEndOffsets(ctx, seg.topics()...); err == nil {
+		listed.Each(func(o kadm.ListedOffset) {
+			if o.Err == nil {
+				ends[topicPartition{o.Topic, o.Partition}] = o.Offset
+			}
+		})
+	}
+	last := time.Now() // when the last progress came
 	for len(ranges) > 0 {
-		fs := cl.PollFetches(ctx)
+		if time.Since(last) >= wait {
+			hang, seen := s.lookOpen(ctx, seg, ranges, reached)
+			if len(hang) == len(ranges) {
+				return back, &errHanging{txn: seg.TxnID, partitions: hang, detail: seen}
+			}
+			return back, unreachable(fmt.Errorf("read back transaction %s (%d partitions without its end marker yet): nothing more of it came for %v: %s",
+				seg.TxnID, len(ranges), wait, seen))
+		}
+		pctx, cancel := context.WithTimeout(ctx, wait-time.Since(last))
+		fs := cl.PollFetches(pctx)
+		cancel()
 		if err := ctx.Err(); err != nil {
 			return back, unreachable(fmt.Errorf("read back transaction %s (%d partitions without its end marker yet): %w", seg.TxnID, len(ranges), err))
 		}
 		var ferr error
 		fs.EachError(func(t string, p int32, err error) {
-			if !kerr.IsRetriable(err) && ferr == nil {
+			if !kerr.IsRetriable(err) && !errors.Is(err, context.DeadlineExceeded) && ferr == nil {
 				ferr = fmt.Errorf("read back transaction %s from %s/%d: %w", seg.TxnID, t, p, err)
 			}
 		})
@@ -364,8 +412,15 @@ func (s *Sink) readSegment(ctx context.Context, seg segment) (segmentLog, error)
 		}
 		fs.EachRecord(func(r *kgo.Record) {
 			tp := topicPartition{r.Topic, r.Partition}
+			reached[tp] = r.Offset
 			pr, open := ranges[tp]
-			if !open || r.ProducerID != seg.ProducerID {
+			if !open {
+				return
+			}
+			if end, ok := ends[tp]; r.ProducerID == seg.ProducerID || ok && r.Offset < end {
+				last = time.Now()
+			}
+			if r.ProducerID != seg.ProducerID {
 				return
 			}
 			if r.Attrs.IsControl() {
@@ -384,6 +439,13 @@ func (s *Sink) readSegment(ctx context.Context, seg segment) (segmentLog, error)
 	}
 	return back, nil
 }
+
+// segmentReadWait is how long readSegment waits for more of a segment
+// before it looks at why nothing comes. When it is read, none of the
+// job's transactions is open at the coordinator (abortOpen), so every
+// marker should be in the log already: one missing after this long may
+// hang (hanging.go).
+const segmentReadWait = 10 * time.Second
 
 // A control record's key is a version (int16) and a type (int16): 0 ends
 // a transaction by aborting it, 1 by committing it.

@@ -164,3 +164,14 @@ func (t *txn) segment() (segment, error) {
 	})
 	return s, nil
 }
+
+// topics are the topics the segment's records are in, each once.
+func (s segment) topics() []string {
+	var out []string
+	for _, r := range s.Ranges {
+		if !slices.Contains(out, r.Topic) {
+			out = append(out, r.Topic)
+		}
+	}
+	return out
+}

@@ -43,6 +43,9 @@ type Sink struct {
 	// answer UNSTABLE_OFFSET_COMMIT with none of the job's transactions
 	// open (zero: it does not); Recover's goroutine only.
 	unstableSince time.Time
+	// markerWait bounds one look for a restored segment's end markers
+	// (readSegment): segmentReadWait, shorter in tests.
+	markerWait time.Duration
 
 	mu       sync.Mutex
 	writers  map[int]*writer
