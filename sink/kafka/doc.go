@@ -59,7 +59,9 @@
 // cluster): committed if a partition of it holds a commit marker, else
 // aborted, and then produced again as above; the same marker goes to the
 // progress group's partition of __consumer_offsets if the transaction
-// hangs there too (hanging.go).
+// hangs there too (hanging.go). A restored transaction the progress says
+// committed is not read back: its partitions' leaders are asked whether it
+// still hangs there, and it is committed where it does.
 //
 // The full design, with the crash table: docs/design/kafka-sink.md.
 //

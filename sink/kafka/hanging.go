@@ -35,7 +35,9 @@ import (
 // segment shows: a commit if a partition of it holds a commit marker, else
 // an abort, which reproduce then writes again. Either way the segment ends
 // one way in every partition and in the progress group, so no record of it
-// is visible twice or lost.
+// is visible twice or lost. A restored segment whose progress marker says
+// it committed is not read back; endCommittedHanging asks the leaders of
+// its partitions instead, and commits it where it still hangs.
 
 // hangingPartition is a partition where a segment's producer holds a
 // transaction open at the leader.
@@ -125,14 +127,12 @@ func (s *Sink) lookOpen(ctx context.Context, seg segment, open map[topicPartitio
 }
 
 // endHanging ends the hanging transaction of c's segment seg in the
-// partitions of h and, if it hangs there too, in the partition of
-// __consumer_offsets holding c's writer's progress group: committed if
-// back shows a partition of the segment committed, else aborted. It
-// returns nil once the markers are written (reproduce then reads the
-// segment again, now with its end markers), else an error Recover
-// retries.
-func (s *Sink) endHanging(ctx context.Context, c sink.Committable, seg segment, back segmentLog, h *errHanging) error {
-	commit := back.committed > 0
+// partitions of h and, if inGroup and it hangs there too, in the partition
+// of __consumer_offsets holding c's writer's progress group: committed if
+// commit (a partition of the segment, or the progress group, shows it
+// committed), else aborted. It returns nil once the markers are written,
+// else an error Recover retries.
+func (s *Sink) endHanging(ctx context.Context, c sink.Committable, seg segment, commit, inGroup bool, h *errHanging) error {
 	// The premise, asked again right before acting: the coordinator holds
 	// no transaction of the id open (abortOpen saw none, but only of the
 	// ids it could list). One it still ends would write its own markers.
@@ -154,13 +154,15 @@ func (s *Sink) endHanging(ctx context.Context, c sink.Committable, seg segment, 
 		return fmt.Errorf("%w: %w; but its coordinator holds it open (%s): waiting for it to end", errUnreachable, h, d.State)
 	}
 	parts := slices.Clone(h.partitions)
-	group := progressGroup(s.job, c.Writer)
-	gp, err := s.hangingInGroup(ctx, group, seg.ProducerID)
-	if err != nil {
-		return fmt.Errorf("%w: %w; looking for it in the progress group %s: %w", errUnreachable, h, group, err)
-	}
-	if gp != nil {
-		parts = append(parts, *gp)
+	if inGroup {
+		group := progressGroup(s.job, c.Writer)
+		gp, err := s.hangingInGroup(ctx, group, seg.ProducerID)
+		if err != nil {
+			return fmt.Errorf("%w: %w; looking for it in the progress group %s: %w", errUnreachable, h, group, err)
+		}
+		if gp != nil {
+			parts = append(parts, *gp)
+		}
 	}
 	var markers []kadm.TxnMarkers
 	var where []string
@@ -185,13 +187,103 @@ func (s *Sink) endHanging(ctx context.Context, c sink.Committable, seg segment, 
 		})
 	}
 	if err != nil {
-		err = fmt.Errorf("%w; ending it with %s markers in %s failed (this needs the ClusterAction permission on the cluster; "+
-			"else end it with kafka-transactions.sh abort, per partition): %w", h, outcome, strings.Join(where, ", "), err)
-		return fmt.Errorf("%w: %w", errUnreachable, err) // retried and logged until it ends, by us or by hand
+		// What to do: an abort by hand is right only for a transaction
+		// that aborted. No Kafka tool writes a commit marker, and an abort
+		// of a committed one would hide records that nothing produces
+		// again.
+		remedy := "grant the connector's principal ClusterAction on the cluster, or end it with kafka-transactions.sh abort in each of these partitions"
+		if commit {
+			remedy = "grant the connector's principal ClusterAction on the cluster; do not abort it by hand: it committed, and its records there would be lost"
+		}
+		err = fmt.Errorf("%w; ending it with %s markers in %s failed (%s): %w", h, outcome, strings.Join(where, ", "), remedy, err)
+		return fmt.Errorf("%w: %w", errUnreachable, err) // retried and logged until it ends
 	}
 	s.log.Warn().Uint64("checkpoint", uint64(c.Checkpoint)).Int("writer", c.Writer).Str("txn", seg.TxnID).Int64("producer_id", seg.ProducerID).
 		Str("outcome", outcome).Strs("partitions", where).Str("seen", h.detail).
-		Msg("kafka sink: a transaction of the job hung (the coordinator ended it, its end markers never reached these partitions: seen after a broker restart); ended it there, as the rest of it shows, and reading it back again")
+		Msg("kafka sink: a transaction of the job hung (the coordinator ended it, its end markers never reached these partitions: seen after a broker restart); ended it there, as the rest of it shows")
+	return nil
+}
+
+// endCommittedHanging ends, with commit markers, the transactions of
+// restored segments that the progress says committed but whose commit
+// marker never reached a partition they wrote: the partition's leader
+// still holds the segment's producer's transaction open from the
+// segment's first record, and the partition's last stable offset waits
+// there, so read_committed consumers of the output see nothing past it.
+// Recover reads no such segment back (its progress says it is done), so
+// this looks at their partitions in one DescribeProducers.
+//
+// The open transaction is the segment's only while the producer's epoch
+// there is still the segment's: a later transaction of a bumped epoch
+// (a restart's, or any under transaction.version 2) that wrote to the
+// partition joined it, and its outcome is not the segment's to say. That
+// one is logged as an error, not ended. The progress group's partition is
+// left alone: the progress was read, so what the producer holds open there
+// is a later transaction.
+//
+// Where the leaders cannot be asked (DescribeProducers needs Read on the
+// topic), it warns and the start goes on, as before this check. A hang it
+// found and could not end is returned: Recover retries (not ready), since
+// the producer's next transaction in the partition would join it.
+func (s *Sink) endCommittedHanging(ctx context.Context, committed []sink.Committable) error {
+	type entry struct {
+		c   sink.Committable
+		seg segment
+	}
+	var segs []entry
+	set := kadm.TopicsSet{}
+	for _, c := range committed {
+		seg, err := decodeSegment(c)
+		if err != nil || len(seg.Ranges) == 0 {
+			continue // a bad one fails where it is read; an empty one wrote nothing
+		}
+		segs = append(segs, entry{c, seg})
+		for _, r := range seg.Ranges {
+			set.Add(r.Topic, r.Partition)
+		}
+	}
+	if len(segs) == 0 {
+		return nil
+	}
+	producers, err := s.adm.DescribeProducers(ctx, set)
+	var shards *kadm.ShardErrors
+	if err != nil && !(errors.As(err, &shards) && !shards.AllFailed) {
+		s.log.Warn().Err(err).Msg("kafka sink: could not ask the output partitions' leaders whether a committed transaction of the job hangs there (DescribeProducers needs Read on the topic); not looked at")
+		return nil
+	}
+	if err != nil {
+		s.log.Warn().Err(err).Msg("kafka sink: some output partitions' leaders did not say whether a committed transaction of the job hangs there; looked at the others")
+	}
+	for _, e := range segs {
+		h := &errHanging{txn: e.seg.TxnID}
+		var where []string
+		for _, r := range e.seg.Ranges {
+			pp := producers[r.Topic].Partitions[r.Partition]
+			if pp.Err != nil {
+				s.log.Warn().Err(pp.Err).Str("topic", r.Topic).Int32("partition", r.Partition).
+					Msg("kafka sink: the partition's leader did not say whether a committed transaction of the job hangs there; not looked at")
+				continue
+			}
+			p, ok := pp.ActiveProducers[e.seg.ProducerID]
+			switch {
+			case !ok || p.CurrentTxnStartOffset != r.First:
+			case p.ProducerEpoch != e.seg.Epoch:
+				s.log.Error().Uint64("checkpoint", uint64(e.c.Checkpoint)).Int("writer", e.c.Writer).Str("txn", e.seg.TxnID).
+					Str("topic", r.Topic).Int32("partition", r.Partition).Int64("from", r.First).Int16("epoch", p.ProducerEpoch).Int16("segment_epoch", e.seg.Epoch).
+					Msg("kafka sink: a committed transaction of the job hangs in this partition (its commit marker never came), and a later transaction of its producer joined it there: not ended, its outcome is not the segment's to say; read_committed consumers of the partition see nothing past it until it is ended by hand (kafka-transactions.sh find-hanging)")
+			default:
+				h.partitions = append(h.partitions, hangingPartition{tp: topicPartition{r.Topic, r.Partition}, epoch: p.ProducerEpoch, coordinatorEpoch: p.CoordinatorEpoch})
+				where = append(where, fmt.Sprintf("%s/%d open from %d (epoch %d, coordinator epoch %d)", r.Topic, r.Partition, r.First, p.ProducerEpoch, p.CoordinatorEpoch))
+			}
+		}
+		if len(h.partitions) == 0 {
+			continue
+		}
+		h.detail = fmt.Sprintf("its progress marker says checkpoint %d committed; its producer %d holds it open in %s", e.c.Checkpoint, e.seg.ProducerID, strings.Join(where, ", "))
+		if err := s.endHanging(ctx, e.c, e.seg, true, false, h); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -205,6 +297,9 @@ func (s *Sink) hangingInGroup(ctx context.Context, group string, producer int64)
 		return nil, err
 	}
 	d, ok := details[offsets]
+	if ok && errors.Is(d.Err, kerr.UnknownTopicOrPartition) {
+		return nil, nil // no group has committed offsets yet: nothing hangs there
+	}
 	if !ok || d.Err != nil || len(d.Partitions) == 0 {
 		return nil, fmt.Errorf("no metadata for %s: %v", offsets, d.Err)
 	}

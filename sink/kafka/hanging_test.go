@@ -87,15 +87,7 @@ func TestATransactionThatHangsIsEndedAndItsRecordsCommittedOnce(t *testing.T) {
 	if n := openAt(t, s, topic, 0, pid); n != seg.Ranges[0].First {
 		t.Fatalf("before Recover: producer %d's transaction open in partition 0 from %d, want %d (the hanging transaction was not made)", pid, n, seg.Ranges[0].First)
 	}
-	s.markerWait = 2 * time.Second
-	rctx, cancel := context.WithTimeout(ctx, 90*time.Second)
-	defer cancel()
-	if err := s.Recover(rctx, []sink.Committable{c}); err != nil {
-		t.Fatalf("Recover: %v", err)
-	}
-	if got := committedValues(t, b, topic, 40); !slices.Equal(got, values(0, 40)) {
-		t.Fatalf("visible after recovery: %d records, want the 40 of the hanging transaction once", len(got))
-	}
+	recoverHanging(t, b, s, topic, c)
 	for _, p := range []int32{0, 1} {
 		if n := openAt(t, s, topic, p, pid); n >= 0 {
 			t.Errorf("after Recover: producer %d still holds a transaction open in partition %d from %d", pid, p, n)
@@ -117,8 +109,53 @@ func TestATransactionThatHangsIsEndedAndItsRecordsCommittedOnce(t *testing.T) {
 func TestATransactionThatHangsWhereItCommittedElsewhereIsCommitted(t *testing.T) {
 	b := kafkatest.RealCluster(t)
 	topic := kafkatest.Topic(t, b, 3)
-	job := topic
-	txnID := job + "-w0-t0"
+	s := testSink(t, b, topic, topic, nil)
+	c, pid := committedButHanging(t, b, s, topic, false)
+	recoverHanging(t, b, s, topic, c)
+	if n := openAt(t, s, topic, 0, pid); n >= 0 {
+		t.Errorf("after Recover: producer %d still holds a transaction open in partition 0 from %d", pid, n)
+	}
+	if got := s.stats.commits.Load(); got != 0 {
+		t.Errorf("Recover produced %d transactions again, want none (the transaction committed)", got)
+	}
+}
+
+// TestATransactionThatHangsAfterItsProgressCommittedIsCommittedWhereItHangs:
+// as above, with the progress marker of the segment's checkpoint committed
+// in the transaction, so Recover reads no segment back: it asks the
+// partitions' leaders, and ends the transaction with a commit marker where
+// it hangs. Every record visible once, none produced again, the partition
+// stable.
+func TestATransactionThatHangsAfterItsProgressCommittedIsCommittedWhereItHangs(t *testing.T) {
+	b := kafkatest.RealCluster(t)
+	topic := kafkatest.Topic(t, b, 3)
+	s := testSink(t, b, topic, topic, nil)
+	c, pid := committedButHanging(t, b, s, topic, true)
+	if got, err := s.readProgress(ctx, true); err != nil || got[0] != 1 {
+		t.Fatalf("before Recover: stable progress %v (%v), want writer 0 at checkpoint 1 (Recover would read the segment back)", got, err)
+	}
+	recoverHanging(t, b, s, topic, c)
+	if n := openAt(t, s, topic, 0, pid); n >= 0 {
+		t.Errorf("after Recover: producer %d still holds a transaction open in partition 0 from %d", pid, n)
+	}
+	if got := s.stats.commits.Load(); got != 0 {
+		t.Errorf("Recover produced %d transactions again, want none (the transaction committed)", got)
+	}
+	if s.committed(0) != 1 {
+		t.Errorf("progress after recovery: %d, want 1", s.committed(0))
+	}
+}
+
+// committedButHanging makes the segment of checkpoint 1, writer 0 of s's
+// job: a transaction of its writer 0's first slot id that committed the
+// ids 25-39 in partition 2 (and, if marked, the progress marker of
+// checkpoint 1) and hangs in partition 0 with the ids 0-24 (a raw produce
+// of the same producer and epoch after the commit, see
+// TestATransactionThatHangsIsEndedAndItsRecordsCommittedOnce). It returns
+// the segment's committable and its producer id.
+func committedButHanging(t *testing.T, b kafkatest.Brokers, s *Sink, topic string, marked bool) (sink.Committable, int64) {
+	t.Helper()
+	txnID := s.txnID(0, 0)
 	pcl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs...), kgo.TransactionalID(txnID), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
 		t.Fatal(err)
@@ -138,6 +175,14 @@ func TestATransactionThatHangsWhereItCommittedElsewhereIsCommitted(t *testing.T)
 		}
 		committed.Last = r.Offset
 	}
+	if marked {
+		if err := s.prepare(ctx); err != nil { // the topic's id, for the marker
+			t.Fatal(err)
+		}
+		if err := s.addMarker(ctx, &txn{id: txnID, cl: pcl, writer: 0}, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
 	pid, epoch, err := pcl.ProducerID(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -154,10 +199,17 @@ func TestATransactionThatHangsWhereItCommittedElsewhereIsCommitted(t *testing.T)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := testSink(t, b, job, topic, nil)
 	if n := openAt(t, s, topic, 0, pid); n != seg.Ranges[0].First {
-		t.Fatalf("before Recover: producer %d's transaction open in partition 0 from %d, want %d (the hanging transaction was not made)", pid, n, seg.Ranges[0].First)
+		t.Fatalf("producer %d's transaction open in partition 0 from %d, want %d (the hanging transaction was not made)", pid, n, seg.Ranges[0].First)
 	}
+	return c, pid
+}
+
+// recoverHanging runs Recover over c, the segment of a hanging
+// transaction of the ids 0-39 in topic, with a short wait for markers,
+// and checks that each of the 40 records is visible once after it.
+func recoverHanging(t *testing.T, b kafkatest.Brokers, s *Sink, topic string, c sink.Committable) {
+	t.Helper()
 	s.markerWait = 2 * time.Second
 	rctx, cancel := context.WithTimeout(ctx, 90*time.Second)
 	defer cancel()
@@ -165,13 +217,7 @@ func TestATransactionThatHangsWhereItCommittedElsewhereIsCommitted(t *testing.T)
 		t.Fatalf("Recover: %v", err)
 	}
 	if got := committedValues(t, b, topic, 40); !slices.Equal(got, values(0, 40)) {
-		t.Fatalf("visible after recovery: %d records, want 40 once", len(got))
-	}
-	if n := openAt(t, s, topic, 0, pid); n >= 0 {
-		t.Errorf("after Recover: producer %d still holds a transaction open in partition 0 from %d", pid, n)
-	}
-	if got := s.stats.commits.Load(); got != 0 {
-		t.Errorf("Recover produced %d transactions again, want none (the transaction committed)", got)
+		t.Fatalf("visible after recovery: %d records, want the 40 of the hanging transaction once", len(got))
 	}
 }
 

@@ -33,7 +33,10 @@ import (
 //     ones, which step 4 checks against the log);
 //  4. commits the restored segments whose markers show them uncommitted
 //     by producing their records again from the log, where the aborted
-//     transaction left them, in a new transaction with their marker.
+//     transaction left them, in a new transaction with their marker;
+//  5. ends, with commit markers, the transactions of the restored segments
+//     the markers show committed that still hang in a partition they wrote
+//     (endCommittedHanging, hanging.go).
 func (s *Sink) Recover(ctx context.Context, restored []sink.Committable) error {
 	return s.retry(ctx, "at start", func() error { return s.recover(ctx, restored) })
 }
@@ -97,13 +100,18 @@ func (s *Sink) recover(ctx context.Context, restored []sink.Committable) error {
 		return int(int64(a.Checkpoint) - int64(b.Checkpoint))
 	})
 	before := s.stats.commits.Load()
+	var committed []sink.Committable
 	for _, c := range restored {
 		if progress[c.Writer] >= c.Checkpoint {
+			committed = append(committed, c)
 			continue
 		}
 		if err := s.reproduce(ctx, c); err != nil {
 			return err
 		}
+	}
+	if err := s.endCommittedHanging(ctx, committed); err != nil {
+		return err
 	}
 	s.unstableSince = time.Time{}
 	s.log.Info().Int("restored_segments", len(restored)).Uint64("produced_again", s.stats.commits.Load()-before).Msg("kafka sink recovered")
@@ -271,7 +279,7 @@ func (s *Sink) reproduce(ctx context.Context, c sink.Committable) error {
 	back, err := s.readSegment(ctx, seg)
 	var hang *errHanging
 	if errors.As(err, &hang) && !(back.committed > 0 && back.aborted > 0) {
-		if err := s.endHanging(ctx, c, seg, back, hang); err != nil {
+		if err := s.endHanging(ctx, c, seg, back.committed > 0, true, hang); err != nil {
 			return err
 		}
 		back, err = s.readSegment(ctx, seg) // now with its end markers everywhere
