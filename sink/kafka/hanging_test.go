@@ -326,6 +326,9 @@ func produceRawTxn(t *testing.T, raw *kgo.Client, txnID, topic string, p int32, 
 		if time.Now().After(deadline) {
 			t.Fatalf("raw transactional produce to %s/%d (producer %d, epoch %d): %v (is transaction.partition.verification.enable still on?)", topic, p, pid, epoch, err)
 		}
+		// Each attempt is the check: the broker takes the config change
+		// (withoutVerification) on its own time, and the produce is
+		// refused until it has; the pause only spaces the attempts.
 		time.Sleep(200 * time.Millisecond)
 	}
 }
