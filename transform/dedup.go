@@ -374,7 +374,7 @@ func (t *Dedup) lookup(now int64) (first int64, seen bool, err error) {
 	for c := from; c >= b-1; c-- {
 		if s := t.index.sets[c]; s != nil {
 			sets[from-c] = s
-			t.probe ^= s.slots[(t.hash>>32)&uint64(len(s.slots)-1)]
+			t.probe ^= s.slots[home(t.hash>>32, len(s.slots))]
 		}
 	}
 buckets:

@@ -77,8 +77,8 @@ func (x *index) expire(keep int64) {
 // bench/profile --dedup u to the KV for values last seen just over a TTL
 // ago). A lookup reads the KV for the entries of the value's fingerprint
 // whose bound is within the TTL and compares the values: the index may send
-// a lookup to the KV needlessly, never skip one it needs. 11 to 21 bytes a
-// value (the table is 3/8 to 3/4 full), against about 40 in a Go map.
+// a lookup to the KV needlessly, never skip one it needs. 11 to 16 bytes a
+// value (the table is 1/2 to 3/4 full), against about 40 in a Go map.
 type bucketIndex struct {
 	id uint64 // this process's only (bucketIDs): the run cache's name for it
 	// start and unit place a slot's time: an entry first seen at start +
@@ -140,10 +140,18 @@ var bucketIDs atomic.Uint64
 // newBucketIndex is an empty index of the bucket of width ms beginning at
 // start (Unix ms).
 func newBucketIndex(start, width int64) *bucketIndex {
-	s := &bucketIndex{id: bucketIDs.Add(1), start: start, unit: (width + qUnknown - 1) / qUnknown, slotsMem: offheap.New(1024)}
+	s := &bucketIndex{id: bucketIDs.Add(1), start: start, unit: (width + qUnknown - 1) / qUnknown, slotsMem: offheap.New(minSlots)}
 	s.slots = s.slotsMem.W
 	return s
 }
+
+// minSlots is the size of a new table.
+const minSlots = 1024
+
+// home is where fingerprint fp's probe begins in a table of size slots:
+// fp (32 bits) scaled to [0, size). Tables need not be powers of two
+// (grow).
+func home(fp uint64, size int) int { return int(fp * uint64(size) >> 32) }
 
 // slot is the slot of entry n of fingerprint fp, first seen at first.
 func (s *bucketIndex) slot(fp uint64, n uint32, first int64) uint64 {
@@ -198,9 +206,8 @@ func (s *bucketIndex) put(fp uint64, n uint32, first int64) {
 	if s.old != nil {
 		s.move(moveStep)
 	}
-	mask := uint64(len(s.slots) - 1)
-	i := fp & mask
-	for ; s.slots[i] != 0; i = (i + 1) & mask {
+	i := home(fp, len(s.slots))
+	for ; s.slots[i] != 0; i = s.nextSlot(i) {
 		if s.slots[i]>>32 == fp {
 			s.again(&s.slots[i], fp, n, first)
 			return
@@ -245,8 +252,7 @@ func (s *bucketIndex) again(slot *uint64, fp uint64, n uint32, first int64) {
 // find returns fp's slot value, 0 if the bucket has no entry of fp. The
 // table first: once moved, a value is only there, and most are.
 func (s *bucketIndex) find(fp uint64) uint64 {
-	mask := uint64(len(s.slots) - 1)
-	for i := fp & mask; s.slots[i] != 0; i = (i + 1) & mask {
+	for i := home(fp, len(s.slots)); s.slots[i] != 0; i = s.nextSlot(i) {
 		if s.slots[i]>>32 == fp {
 			return s.slots[i]
 		}
@@ -263,15 +269,25 @@ func (s *bucketIndex) find(fp uint64) uint64 {
 // moved. old is never changed but for a slot's entry number (again), so
 // its probe sequences stay whole; a slot below moved is in slots now.
 func (s *bucketIndex) inOld(fp uint64) (int, bool) {
-	mask := uint64(len(s.old) - 1)
-	for i := fp & mask; ; i = (i + 1) & mask {
+	for i := home(fp, len(s.old)); ; i = wrap(i+1, len(s.old)) {
 		switch v := s.old[i]; {
 		case v == 0:
 			return 0, false
 		case v>>32 == fp:
-			return int(i), int(i) >= s.moved
+			return i, i >= s.moved
 		}
 	}
+}
+
+// nextSlot is the slot after i in slots' probe order.
+func (s *bucketIndex) nextSlot(i int) int { return wrap(i+1, len(s.slots)) }
+
+// wrap is i in a table of size slots: 0 past its end.
+func wrap(i, size int) int {
+	if i == size {
+		return 0
+	}
+	return i
 }
 
 // bound is an upper bound of entry n's first sighting.
@@ -349,35 +365,48 @@ func (s *bucketIndex) seal() {
 }
 
 // moveStep is how many of old's slots each put moves. A table grows at
-// 3/4 full, so its values fill 3/8 of the new one, which grows again after
-// 3/8 of its size more puts: old (half its size) has long moved by then.
+// 3/4 full, so its values fill 1/2 of the new one, which grows again after
+// 1/4 of its size more puts: old (2/3 of its size) has long moved by then.
 // While values move, a lookup of a value not in the new table probes the
 // old one too (a second cache miss): with 8 a put, that cost
 // BenchmarkDedupIndexOverAMillionKeys 8%; with 32 the moves end four times
 // sooner and the cost is lost in the noise.
 const moveStep = 32
 
-// grow doubles the table: the values move from old a few at each put
-// (move). A slot's position is given by its fingerprint's low bits, which
-// the slot keeps, so a move needs no hash.
+// grow makes the table half as large again: the values move from old a
+// few at each put (move). A slot's position is given by its fingerprint
+// (home), which the slot keeps, so a move needs no hash. Tables that
+// doubled were 3/8 to 3/4 full: bench/'s dedup over 1M keys ended each
+// bucket of 450k values (a worker's) in a table of 1M slots, 43% full,
+// and held up to 60 MiB of tables. Grown by half they are 1/2 to 3/4
+// full (672k slots there, 67%), and old is smaller beside the new table.
 func (s *bucketIndex) grow() {
 	if s.old != nil {
-		s.move(len(s.old)) // not reached (see moveStep), but never two olds
+		// Not reached (see moveStep) but after a growth stopped at the
+		// table indexCap values fill 3/4 of, just past one already
+		// nearly that full, in a load of more values than indexCap:
+		// never two olds.
+		s.move(len(s.old))
+	}
+	size := len(s.slots) + len(s.slots)/2
+	// The last growth before indexCap values: to the table they fill 3/4
+	// of (4M slots), not past it (5.1M).
+	if full := (indexCap*4 + 2) / 3; full > len(s.slots) && size > full {
+		size = full
 	}
 	s.old, s.oldMem, s.moved = s.slots, s.slotsMem, 0
-	s.slotsMem = offheap.New(2 * len(s.old))
+	s.slotsMem = offheap.New(size)
 	s.slots = s.slotsMem.W
 }
 
 // move moves up to k more of old's slots into slots.
 func (s *bucketIndex) move(k int) {
-	mask := uint64(len(s.slots) - 1)
 	for end := min(len(s.old), s.moved+k); s.moved < end; s.moved++ {
 		v := s.old[s.moved]
 		if v == 0 {
 			continue
 		}
-		for i := (v >> 32) & mask; ; i = (i + 1) & mask {
+		for i := home(v>>32, len(s.slots)); ; i = s.nextSlot(i) {
 			if s.slots[i] == 0 {
 				s.slots[i] = v
 				break

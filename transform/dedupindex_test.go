@@ -1,6 +1,7 @@
 package transform
 
 import (
+	"fmt"
 	"hash/maphash"
 	"math/rand/v2"
 	"runtime"
@@ -186,7 +187,7 @@ func TestBucketIndexNamesEveryEntryWhileItsTableGrows(t *testing.T) {
 				fp, len(s.slots), len(s.old), s.moved, got, expired, want)
 		}
 	}
-	var full, againInOld, grows int
+	var full, againInOld, grows, quarter int
 	for i := range 90_000 {
 		fp := fps[rng.IntN(len(fps))]
 		if s.old != nil {
@@ -209,12 +210,19 @@ func TestBucketIndexNamesEveryEntryWhileItsTableGrows(t *testing.T) {
 		for range 4 {
 			check(seen[rng.IntN(len(seen))])
 		}
-		if s.old != nil && (s.moved == len(s.old)/4 || s.moved == len(s.old)/2 || s.moved == len(s.old)*3/4) {
+		// Each time the move passes a quarter, a half and three
+		// quarters of old.
+		q := 0
+		if s.old != nil {
+			q = s.moved * 4 / len(s.old)
+		}
+		if q != quarter && q > 0 {
 			full++
 			for _, fp := range seen {
 				check(fp)
 			}
 		}
+		quarter = q
 	}
 	if grows < 5 || full < 2*grows || againInOld == 0 {
 		t.Fatalf("the test did not exercise the moves: %d grows, %d full checks inside one, %d entries put for unmoved slots",
@@ -266,9 +274,15 @@ func TestExpiredBucketsReturnTheirTables(t *testing.T) {
 			s.add(maphash.Comparable(x.seed, i), b*1000)
 		}
 	}
-	// Each bucket: a table of 64K slots (512 KiB), the one it replaced
-	// moved and unmapped, and a filter of 200K values.
-	perBucket := int64(64<<10)*8 + int64(2+8*(bloomFactor*40_000*10/512))*8
+	// Each bucket: its table, grown by half from 1,024 slots and at last
+	// to the 53,334 slots indexCap values fill 3/4 of (the ones it
+	// replaced moved and unmapped), and a filter of 200K values.
+	perBucket := int64(53_334)*8 + int64(2+8*(bloomFactor*40_000*10/512))*8
+	for b := range int64(3) {
+		if got := len(x.sets[b].slots); got != 53_334 {
+			t.Fatalf("bucket %d's table has %d slots, want 53,334", b, got)
+		}
+	}
 	waitMapped(t, base+3*perBucket)
 	x.expire(2)
 	waitMapped(t, base+perBucket)
@@ -311,4 +325,67 @@ func (s *bucketIndex) add(h uint64, first int64) (n uint32, numbered bool) {
 	n = s.next
 	s.put(h>>32, n, first)
 	return n, true
+}
+
+// A table of any size (grow: half as large again, not a power of two)
+// finds every value's latest entry, at its end where probes wrap to its
+// start, and while it grows and its values move a few at each put; also
+// across the growth that stops at the table indexCap values fill 3/4 of
+// (an odd size).
+func TestATableOfAnySizeFindsEveryValueWhileItGrows(t *testing.T) {
+	for _, c := range []struct {
+		cap, values, size int
+	}{
+		// 1,024 slots, 1,536 at 769 values, 2,304 at 1,153 and 3,456
+		// at 1,729.
+		{cap: 1 << 20, values: 2_000, size: 3_456},
+		// 1,024 slots, then 1,334 (not 1,536): 1,000 values fill 3/4.
+		{cap: 1_000, values: 1_000, size: 1_334},
+	} {
+		t.Run(fmt.Sprintf("indexCap=%d", c.cap), func(t *testing.T) {
+			defer func(n int) { indexCap = n }(indexCap)
+			indexCap = c.cap
+			s := newBucketIndex(0, 3_600_000)
+			// Fingerprints near 2^32 have homes at the table's end: their
+			// probes wrap around to its start.
+			// Distinct fingerprints, a quarter near 2^32, the rest at random.
+			rng := rand.New(rand.NewPCG(5, 6))
+			fps := make([]uint64, 0, c.values+1_000)
+			taken := map[uint64]bool{}
+			for i := 0; len(fps) < cap(fps); i++ {
+				f := rng.Uint64() >> 32
+				if i%4 == 0 {
+					f = 1<<32 - 1 - uint64(i)
+				}
+				if !taken[f] {
+					taken[f] = true
+					fps = append(fps, f)
+				}
+			}
+			fp := func(i int) uint64 { return fps[i] }
+			var grew bool
+			for i := range c.values {
+				if n, numbered := s.add(fp(i)<<32, int64(i)); !numbered || n != uint32(i) {
+					t.Fatalf("value %d numbered %d (%v)", i, n, numbered)
+				}
+				grew = grew || s.old != nil
+				// Every value so far, wherever it is now (new table or old).
+				if i%97 == 0 || s.old != nil && i%7 == 0 {
+					for j := 0; j <= i; j++ {
+						if v := s.find(fp(j)); v == 0 || slotNumber(v) != uint32(j) {
+							t.Fatalf("after %d values (table %d slots, old %d, %d moved): value %d found as %x", i+1, len(s.slots), len(s.old), s.moved, j, v)
+						}
+					}
+				}
+			}
+			if !grew || len(s.slots) != c.size {
+				t.Fatalf("%d values: a table of %d slots (grew: %v), want %d", c.values, len(s.slots), grew, c.size)
+			}
+			for i := c.values; i < len(fps); i++ {
+				if v := s.find(fp(i)); v != 0 {
+					t.Fatalf("fingerprint %x, never added, was found: %x", fp(i), v)
+				}
+			}
+		})
+	}
 }

@@ -72,9 +72,9 @@ func (t *Dedup) prefetchWindow(rs []record.Record) {
 			if s == nil {
 				continue
 			}
-			acc ^= s.slots[fp&uint64(len(s.slots)-1)]
+			acc ^= s.slots[home(fp, len(s.slots))]
 			if s.old != nil { // a table that grows: find looks there too
-				acc ^= s.old[fp&uint64(len(s.old)-1)]
+				acc ^= s.old[home(fp, len(s.old))]
 			}
 			t.prefetched++
 		}
