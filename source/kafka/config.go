@@ -91,9 +91,18 @@ func (c Options) explain(err error) error {
 
 // clientOpts are the options of the client called name.
 func (c Options) clientOpts(name string) []kgo.Opt {
-	opts := append([]kgo.Opt{kgo.SeedBrokers(c.Brokers...)}, c.ClientOpts...)
+	var hooks []kgo.Hook
 	if c.Hooks != nil {
-		opts = append(opts, kgo.WithHooks(c.Hooks(name)...))
+		hooks = c.Hooks(name)
+	}
+	return c.clientOptsWith(hooks)
+}
+
+// clientOptsWith are the options of a client with these hooks.
+func (c Options) clientOptsWith(hooks []kgo.Hook) []kgo.Opt {
+	opts := append([]kgo.Opt{kgo.SeedBrokers(c.Brokers...)}, c.ClientOpts...)
+	if len(hooks) > 0 {
+		opts = append(opts, kgo.WithHooks(hooks...))
 	}
 	return opts
 }

@@ -19,29 +19,32 @@
 // belongs to reader (i+p) mod R, which keeps ownership stable when partitions
 // are added while the job runs.
 //
-// The path of a record: Reader.Run takes a fetch from one of its clients
-// (fetchers.go: source.fetches_in_flight clients, each over a share of the
-// reader's partitions with its own fetch in flight, so that the broker
-// answers the next fetch while Run hands on the last), updates the reader's
-// positions to the offset after each record, and hands the records to its
-// Emitter in batches. A partition is read by one client for as long as the
-// reader runs, so its records keep their order. The path of a barrier: the
-// runtime calls Reader.Trigger(n); between two batches Run copies the
-// positions (the snapshot of n) and calls Emitter.Barrier(n, positions), so
-// the barrier follows every record emitted before it and precedes every
-// record after it, whichever client fetched them.
+// The path of a record: a reader's fetchers (fetchers.go, fetchloop.go:
+// source.fetches_in_flight of them, each with its own client over a share
+// of the reader's partitions) send their own Fetch requests, one in flight
+// to each leader, and keep each response as the broker sent it (fetchraw.go);
+// Reader.Run takes whichever response comes first, decodes it with
+// franz-go's decoder, updates the reader's positions to the offset after
+// each record, and hands the records to its Emitter in batches. A
+// partition is read by one fetcher for as long as the reader runs, so its
+// records keep their order. The path of a barrier: the runtime calls
+// Reader.Trigger(n); between two batches Run copies the positions (the
+// snapshot of n) and calls Emitter.Barrier(n, positions), so the barrier
+// follows every record emitted before it and precedes every record after
+// it, whichever fetcher fetched them.
 //
-// Memory: each client of a reader holds two fetches at most, the one being
-// handed on and the one it reads ahead meanwhile (Run asks a client for its
-// next fetch only when its last is handed on); a client's fetches cover
-// only its share of the partitions, so the memory per partition does not
-// grow with the clients. fetch_max_partition_bytes bounds a partition's
-// share of a fetch; a reader asks for less while its records are small, so
-// a fetch holds about 5k records per partition at most (fetchsize.go):
-// memory follows the records, speed the bytes.
-// franz-go decodes into record arrays lent by a pool (pool.go) that come back
-// as soon as the records are copied into a batch; batches come from
-// record.NewBatch and the worker that wrote them releases them.
+// Memory: a fetcher holds, for each leader, one response waiting for Run
+// beside the one Run is handing on, and the waiting one as bytes only: it
+// is decoded when Run takes it (franz-go's consumer decodes on arrival,
+// which held each waiting fetch twice). A fetcher's fetches cover only its
+// share of the partitions, so the memory per partition does not grow with
+// the fetchers. fetch_max_partition_bytes bounds a partition's share of a
+// fetch; a reader asks for less while its records are small, so a fetch
+// holds about 5k records per partition at most (fetchsize.go): memory
+// follows the records, speed the bytes. The decoder writes into record
+// arrays lent by a pool (pool.go) that come back as soon as the records
+// are copied into a batch; batches come from record.NewBatch and the
+// worker that wrote them releases them.
 //
 // Metrics: the package has no metrics dependency. Source.Lag (a
 // source.Lagger) reports each partition's high watermark minus its

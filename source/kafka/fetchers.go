@@ -5,33 +5,75 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// A franz-go client keeps one fetch in flight per broker: it asks for the
-// next only once the last was taken. A reader that spends as long handing
-// a fetch on as the broker takes to answer the next one therefore waits
-// for the broker about half its time. Options.FetchesInFlight gives a
-// reader several clients (fetchers), each over a share of its partitions,
-// each with its own fetch in flight; Run takes whichever fetch comes first.
-// A partition belongs to one fetcher for as long as the reader runs, so
-// its records still come in offset order, and positions stay per
-// partition: a barrier between two fetches of different fetchers is as
-// exact as between two fetches of one.
+// A fetcher keeps one fetch in flight per leader (fetchloop.go) and hands
+// it on once Run takes it: a reader that spends as long handing a fetch on
+// as the broker takes to answer the next one would wait for the broker
+// about half its time. Options.FetchesInFlight gives a reader several
+// fetchers, each over a share of its partitions, each with its own client
+// and its own fetches in flight; Run takes whichever fetch comes first. A
+// partition belongs to one fetcher for as long as the reader runs, so its
+// records still come in offset order, and positions stay per partition: a
+// barrier between two fetches of different fetchers is as exact as
+// between two fetches of one.
 
-// fetcher is one client of a reader and the goroutine polling it.
+// fetchMaxWait is how long a broker holds a fetch that finds no records.
+const fetchMaxWait = 200 * time.Millisecond
+
+// fetcher is one client of a reader and the goroutine fetching with it.
 type fetcher struct {
 	cl    *kgo.Client
-	want  chan struct{} // Run asks for the next fetch
-	parts int           // partitions it consumes
+	name  string                   // the client's name in the metrics
+	hooks []kgo.HookFetchBatchRead // the client's hooks that count fetched batches
+	parts int                      // partitions it consumes; owned by Run
+	added added                    // partitions Run added, for the fetching goroutine
 }
 
-// fetched is a fetch and the fetcher it came from.
+// added are partitions Run gave a fetcher while it fetches: Run adds
+// (add), the fetching goroutine takes them (takeAdded) and starts over
+// with them.
+type added struct {
+	mu    sync.Mutex
+	o     Offsets
+	ready chan struct{} // holds a token while o holds partitions
+}
+
+func (fr *fetcher) add(o Offsets) {
+	fr.added.mu.Lock()
+	if fr.added.o == nil {
+		fr.added.o = Offsets{}
+	}
+	fr.added.o.Merge(o)
+	fr.added.mu.Unlock()
+	select {
+	case fr.added.ready <- struct{}{}:
+	default:
+	}
+}
+
+// takeAdded moves the partitions added since the last call into next.
+func (fr *fetcher) takeAdded(next Offsets) {
+	select {
+	case <-fr.added.ready:
+	default:
+	}
+	fr.added.mu.Lock()
+	next.Merge(fr.added.o)
+	fr.added.o = nil
+	fr.added.mu.Unlock()
+}
+
+// fetched is a fetch, or the error that stopped a fetcher.
 type fetched struct {
-	from *fetcher
-	fs   kgo.Fetches
+	raw *rawFetch
+	err error
 }
 
 // fetchers is a reader's clients: max(1, min(FetchesInFlight, partitions))
@@ -40,9 +82,11 @@ type fetched struct {
 type fetchers struct {
 	reader int
 	cfg    Options
-	share  int32 // the partition share every client asks for
+	ids    map[string]kadm.TopicID // the topics' IDs the reader knows; read-only
+	log    zerolog.Logger
+	share  atomic.Int32 // the partition share every fetch asks for
 	ctx    context.Context
-	stop   context.CancelFunc // ends the polling
+	stop   context.CancelFunc // ends the fetching
 	polls  sync.WaitGroup
 	all    []*fetcher
 	out    chan fetched
@@ -59,10 +103,11 @@ func clientName(reader, j int) string {
 }
 
 // startFetchers makes a reader's clients over its partitions (start: the
-// next offset of each) and starts polling each: every fetcher has asked
-// for its first fetch on return. The polling ends with ctx or close.
-func startFetchers(ctx context.Context, reader int, cfg Options, share int32, start Offsets) (*fetchers, error) {
-	f := &fetchers{reader: reader, cfg: cfg, share: share, out: make(chan fetched)}
+// next offset of each) and starts fetching with each. The fetching ends
+// with ctx or close.
+func startFetchers(ctx context.Context, reader int, cfg Options, share int32, start Offsets, ids map[string]kadm.TopicID, log zerolog.Logger) (*fetchers, error) {
+	f := &fetchers{reader: reader, cfg: cfg, ids: ids, log: log, out: make(chan fetched)}
+	f.share.Store(share)
 	f.ctx, f.stop = context.WithCancel(ctx)
 	n := max(1, min(cfg.FetchesInFlight, start.Len()))
 	for _, parts := range splitOffsets(start, n) {
@@ -74,61 +119,32 @@ func startFetchers(ctx context.Context, reader int, cfg Options, share int32, st
 	return f, nil
 }
 
-// start makes one more fetcher, over parts, and asks it for a fetch.
+// start makes one more fetcher, over parts, and starts it fetching.
 func (f *fetchers) start(parts Offsets) error {
-	opts := append([]kgo.Opt{
-		kgo.ConsumePartitions(toKgo(parts)),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.FetchMaxWait(200 * time.Millisecond),
-		// An offset out of range is not reset silently: the fetch fails,
-		// the job restarts, and the restore applies on_position_lost.
-		kgo.ConsumeResetOffset(kgo.NoResetOffset()),
-		kgo.WithPools(kgoRecordPool),
-		kgo.FetchMaxBytes(f.cfg.FetchMaxBytes),
-		kgo.FetchMaxPartitionBytes(f.share),
-	}, f.cfg.clientOpts(clientName(f.reader, len(f.all)))...)
-	cl, err := kgo.NewClient(opts...)
+	name := clientName(f.reader, len(f.all))
+	var hooks []kgo.Hook
+	if f.cfg.Hooks != nil {
+		hooks = f.cfg.Hooks(name)
+	}
+	cl, err := kgo.NewClient(f.cfg.clientOptsWith(hooks)...)
 	if err != nil {
 		return fmt.Errorf("reader %d: client: %w", f.reader, err)
 	}
-	fr := &fetcher{cl: cl, want: make(chan struct{}, 1), parts: parts.Len()}
+	fr := &fetcher{cl: cl, name: name, parts: parts.Len()}
+	fr.added.ready = make(chan struct{}, 1)
+	for _, h := range hooks {
+		if b, ok := h.(kgo.HookFetchBatchRead); ok {
+			fr.hooks = append(fr.hooks, b)
+		}
+	}
 	f.all = append(f.all, fr)
-	fr.want <- struct{}{}
 	f.polls.Add(1)
 	go func() {
 		defer f.polls.Done()
-		fr.poll(f.ctx, f.out)
+		fr.run(f.ctx, f, parts)
 	}()
 	return nil
 }
-
-// poll takes a fetch from the client each time Run asks for one (want), in
-// the background so that Run can answer a trigger while no records arrive.
-// Asking only once the previous fetch was handed on keeps the memory a
-// fetcher holds to two fetches: the one being handed on and the one the
-// client reads ahead meanwhile.
-func (fr *fetcher) poll(ctx context.Context, out chan<- fetched) {
-	for {
-		select {
-		case <-fr.want:
-		case <-ctx.Done():
-			return
-		}
-		fs := fr.cl.PollFetches(ctx)
-		if ctx.Err() != nil {
-			return
-		}
-		select {
-		case out <- fetched{from: fr, fs: fs}:
-		case <-ctx.Done():
-			return
-		}
-	}
-}
-
-// next asks fr for its next fetch. Run calls it once per fetch taken from
-// fr, and not at all once suspended.
-func (fr *fetcher) next() { fr.want <- struct{}{} }
 
 // add hands partitions found while the job runs to the fetchers, one by
 // one (in topic and partition order) to the fetcher with the fewest, or to
@@ -167,22 +183,17 @@ func (f *fetchers) add(o Offsets) error {
 			}
 		case s.o.Len() > 0:
 			s.fr.parts = s.parts
-			s.fr.cl.AddConsumePartitions(toKgo(s.o))
+			s.fr.add(s.o)
 		}
 	}
 	return nil
 }
 
-// setShare asks every client for share bytes per partition from its next
+// setShare asks for share bytes per partition from every fetcher's next
 // fetch on.
-func (f *fetchers) setShare(maxBytes, share int32) {
-	f.share = share
-	for _, fr := range f.all {
-		fr.cl.UpdateFetchMaxBytes(maxBytes, share)
-	}
-}
+func (f *fetchers) setShare(share int32) { f.share.Store(share) }
 
-// close ends the polling, waits for every poll goroutine to return, and
+// close ends the fetching, waits for every fetching goroutine to return, and
 // closes the clients: once it returns, nothing of the reader's fetching
 // runs.
 func (f *fetchers) close() {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/connector-dev/connector/checkpoint"
@@ -346,7 +347,7 @@ func TestAddedPartitionsGoToTheFetchersWithTheFewest(t *testing.T) {
 			cfg.FetchesInFlight = c.fetches
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			f, err := startFetchers(ctx, 0, cfg, fetchPartitionFloor, c.start)
+			f, err := startFetchers(ctx, 0, cfg, fetchPartitionFloor, c.start, nil, zerolog.Nop())
 			if err != nil {
 				t.Fatal(err)
 			}

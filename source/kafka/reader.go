@@ -108,12 +108,18 @@ func (r *Reader) add(ctx context.Context, o Offsets) error {
 // triggered, barriers to em. It returns ctx's error on a normal stop, once
 // its clients are closed (fetchers.go).
 func (r *Reader) Run(ctx context.Context, em source.Emitter) error {
-	f, err := startFetchers(ctx, r.index, r.cfg, r.fetch.current, r.positions)
+	f, err := startFetchers(ctx, r.index, r.cfg, r.fetch.current, r.positions, r.ids, r.log)
 	if err != nil {
 		return err
 	}
 	defer f.close()
 	for {
+		// Once suspended, Run takes no more fetches: the fetchers stop
+		// when each has one waiting.
+		out := f.out
+		if r.suspended {
+			out = nil
+		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
@@ -121,12 +127,12 @@ func (r *Reader) Run(ctx context.Context, em source.Emitter) error {
 			if err := r.handle(ctx, f, c, em); err != nil {
 				return err
 			}
-		case x := <-f.out:
-			if err := r.emit(ctx, f, x.fs, em); err != nil {
-				return err
+		case x := <-out:
+			if x.err != nil {
+				return fmt.Errorf("reader %d: %w", r.index, x.err)
 			}
-			if !r.suspended {
-				x.from.next()
+			if err := r.emit(ctx, f, x.raw.decode(), em); err != nil {
+				return err
 			}
 		}
 	}
@@ -222,7 +228,7 @@ func (r *Reader) emit(ctx context.Context, f *fetchers, fs kgo.Fetches, em sourc
 	}
 	r.lag.fetched(fs, r.positions)
 	if share, changed := r.fetch.fetched(n, size); changed {
-		f.setShare(r.cfg.FetchMaxBytes, share)
+		f.setShare(share)
 		r.log.Debug().Int32("partition_bytes", share).Msg("fetch size follows the records' size")
 	}
 	return nil
@@ -270,15 +276,4 @@ func convert(kr *kgo.Record) record.Record {
 		}
 	}
 	return rec
-}
-
-func toKgo(o Offsets) map[string]map[int32]kgo.Offset {
-	m := make(map[string]map[int32]kgo.Offset, len(o))
-	for t, ps := range o {
-		m[t] = make(map[int32]kgo.Offset, len(ps))
-		for p, n := range ps {
-			m[t][p] = kgo.NewOffset().At(n)
-		}
-	}
-	return m
 }

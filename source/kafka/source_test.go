@@ -85,6 +85,20 @@ func testConfig(b kafkatest.Brokers, topic string) Options {
 	return Options{Brokers: b.Addrs, Topics: []string{topic}, Group: topic + "-g", BatchSize: 64}
 }
 
+// addPartition adds a partition to topic and waits until the metadata
+// shows the topic with n partitions.
+func addPartition(t *testing.T, b kafkatest.Brokers, topic string, n int) {
+	t.Helper()
+	adm := kafkatest.Admin(t, b)
+	if _, err := adm.CreatePartitions(context.Background(), 1, topic); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the new partition in the metadata", func() bool {
+		md, err := adm.Metadata(context.Background(), topic)
+		return err == nil && len(md.Topics[topic].Partitions) == n
+	})
+}
+
 // waitFor polls cond until it holds or 20s pass.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
@@ -97,12 +111,19 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-func runReader(t *testing.T, r *Reader) (*recorder, func()) {
-	t.Helper()
+// startReader runs r in the background: what it emits, the error its Run
+// returns, and the cancel of Run's context.
+func startReader(r *Reader) (*recorder, <-chan error, context.CancelFunc) {
 	rec := &recorder{}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- r.Run(ctx, rec) }()
+	return rec, done, cancel
+}
+
+func runReader(t *testing.T, r *Reader) (*recorder, func()) {
+	t.Helper()
+	rec, done, cancel := startReader(r)
 	return rec, func() {
 		cancel()
 		if err := <-done; err != context.Canceled {
@@ -344,14 +365,7 @@ func TestDiscoverPicksUpPartitionsAddedWhileRunning(t *testing.T) {
 	defer stop()
 	waitFor(t, "10 records", func() bool { return rec.count() == 10 })
 
-	adm := kafkatest.Admin(t, b)
-	if _, err := adm.CreatePartitions(context.Background(), 1, topic); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "second partition in metadata", func() bool {
-		md, err := adm.Metadata(context.Background(), topic)
-		return err == nil && len(md.Topics[topic].Partitions) == 2
-	})
+	addPartition(t, b, topic, 2)
 	produce(t, b, topic, 2, 10) // 5 land in the new partition 1
 	// Discovery is periodic and metadata is cached for a few seconds, so the
 	// runtime's loop is imitated: discover until the records arrive.

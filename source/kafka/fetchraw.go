@@ -1,0 +1,91 @@
+package kafka
+
+import (
+	"encoding/binary"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// rawFetch is a Fetch response as the broker sent it: its record batches
+// are bytes until Run decodes them (decode), one fetch at a time, so a
+// fetch waiting behind the one being handed on costs its bytes only, not
+// also ~150 bytes of kgo.Record for each record of it.
+type rawFetch struct {
+	resp   *kmsg.FetchResponse
+	from   Offsets                 // the offset each partition was fetched from
+	names  map[kadm.TopicID]string // topic names by ID (Fetch v13+ answers with IDs)
+	broker kgo.BrokerMetadata      // the leader that answered, for the hooks
+	hooks  []kgo.HookFetchBatchRead
+}
+
+// decompressor decodes compressed batches for every reader; franz-go's is
+// safe for concurrent use.
+var decompressor = kgo.DefaultDecompressor()
+
+// decode decodes the fetch with franz-go's own decoder
+// (kgo.ProcessFetchPartition: CRCs, compression, read_committed's aborted
+// transactions and control batches, records before the fetched offset
+// skipped) into record arrays lent by kgoRecordPool, and calls the client's
+// fetch hooks (its metrics) for each batch.
+func (rf *rawFetch) decode() kgo.Fetches {
+	var f kgo.Fetch
+	for _, rt := range rf.resp.Topics {
+		name := rt.Topic
+		if name == "" {
+			name = rf.names[rt.TopicID]
+		}
+		ft := kgo.FetchTopic{Topic: name, TopicID: rt.TopicID}
+		for i := range rt.Partitions {
+			rp := &rt.Partitions[i]
+			from, ok := rf.from.Lookup(name, rp.Partition)
+			if !ok {
+				continue // not asked for
+			}
+			var batchRead func(kgo.FetchBatchMetrics)
+			if len(rf.hooks) > 0 {
+				batchRead = func(m kgo.FetchBatchMetrics) {
+					for _, h := range rf.hooks {
+						h.OnFetchBatchRead(rf.broker, name, rp.Partition, m)
+					}
+				}
+			}
+			fp, _ := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{
+				Offset: from, IsolationLevel: kgo.ReadCommitted(),
+				Topic: name, Partition: rp.Partition, Pools: []kgo.Pool{kgoRecordPool},
+			}, rp, decompressor, batchRead)
+			ft.Partitions = append(ft.Partitions, fp)
+		}
+		f.Topics = append(f.Topics, ft)
+	}
+	return kgo.Fetches{f}
+}
+
+// nextOffset returns the offset to fetch partition rp from after this
+// response, which was asked for it from offset from. It reads the record
+// batches' headers (magic 2, the format Kafka writes since 0.11: first
+// offset int64, length int32, leader epoch int32, magic int8, CRC int32,
+// attributes int16, last offset delta int32) without decoding a record. A
+// partial batch at the end (cut by the fetch's byte limit) is left for the
+// next fetch, as the decoder leaves it. Older message sets, which a topic
+// may still hold from before, are decoded to find their end.
+func nextOffset(topic string, rp *kmsg.FetchResponseTopicPartition, from int64) int64 {
+	const header = 27 // up to and including the last offset delta
+	next := from
+	for b := rp.RecordBatches; len(b) >= header; {
+		length := int64(int32(binary.BigEndian.Uint32(b[8:]))) + 12
+		if length < header || int64(len(b)) < length {
+			break
+		}
+		if b[16] != 2 {
+			_, next := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{
+				Offset: from, IsolationLevel: kgo.ReadCommitted(), Topic: topic, Partition: rp.Partition,
+			}, rp, decompressor, nil)
+			return next
+		}
+		next = max(next, int64(binary.BigEndian.Uint64(b))+int64(int32(binary.BigEndian.Uint32(b[23:])))+1)
+		b = b[length:]
+	}
+	return next
+}
