@@ -29,11 +29,13 @@ const fetchMaxWait = 200 * time.Millisecond
 
 // fetcher is one client of a reader and the goroutine fetching with it.
 type fetcher struct {
-	cl    *kgo.Client
-	name  string                   // the client's name in the metrics
-	hooks []kgo.HookFetchBatchRead // the client's hooks that count fetched batches
-	parts int                      // partitions it consumes; owned by Run
-	added added                    // partitions Run added, for the fetching goroutine
+	cl      *kgo.Client
+	name    string                   // the client's name in the metrics
+	hooks   []kgo.HookFetchBatchRead // the client's hooks that count fetched batches
+	parts   int                      // partitions it consumes; owned by Run
+	byName  bool                     // cl sends Fetch v12 at most (fetchByName)
+	backoff time.Duration            // the wait before looking waiting partitions up (fetchFrom)
+	added   added                    // partitions Run added, for the fetching goroutine
 }
 
 // added are partitions Run gave a fetcher while it fetches: Run adds

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 )
 
 // A fetcher sends its own Fetch requests through its client rather than
@@ -22,17 +24,19 @@ import (
 //
 // The fetcher looks its partitions' leaders up (a metadata request) and
 // runs a session per leader: one Fetch in flight to it at a time, every
-// answer without a partition error handed on to Run, the next one asked
-// for as soon as the last is taken. The offsets a session asks from are
-// those after what it handed on, read from the batches' headers
-// (nextOffset). Whatever a session cannot go on from (a partition whose
-// leader moved or that is not available, a lost connection, partitions
-// added by Run) stops every session of the fetcher; it looks the leaders
-// up again and starts over from the offsets after what was handed on,
-// retrying with backoff while that fails. An offset out of range, a topic
-// recreated under its name (another topic ID) and any other error no retry
-// helps are handed on to Run as the fetch's error: the job restarts, and
-// the restore decides (on_position_lost).
+// answer handed on to Run, the next one asked for as soon as the last is
+// taken. The offsets a session asks from are those after what it handed
+// on, read from the batches' headers (nextOffset). A partition a session
+// cannot go on with (its leader moved, it is not available, the
+// connection to its leader is lost) leaves the session and waits, with
+// the partitions the lookup found no leader for; the other partitions go
+// on. The waiting ones are looked up again with backoff (100 ms doubling
+// to 10 s), and once some have a leader, or Run added partitions, the
+// fetcher stops its sessions and starts over from the offsets after what
+// was handed on. An offset out of range, a topic recreated under its name
+// (another topic ID) and any other error no retry helps are handed on to
+// Run as the fetch's error: the job restarts, and the restore decides
+// (on_position_lost).
 
 // plan is where a fetcher's partitions are read: their leaders, and the
 // topics' names by ID.
@@ -40,6 +44,9 @@ type plan struct {
 	leaders map[int32]*leader
 	names   map[kadm.TopicID]string
 	ids     map[string]kadm.TopicID
+	waiting Offsets // partitions without a leader for now, from their offsets
+	why     error   // why the first of them waits
+	noIDs   bool    // some topic has no topic ID (a broker on an inter-broker protocol before 2.8)
 }
 
 // leader is one broker and the partitions it leads, with their leader
@@ -89,9 +96,12 @@ func (fr *fetcher) run(ctx context.Context, f *fetchers, start Offsets) {
 			}
 		}
 		p, err := fr.lookUp(ctx, f.ids, next)
-		progressed := false
+		if err == nil && p.noIDs && !fr.byName {
+			err = fr.fetchByName(f)
+		}
 		if err == nil {
-			progressed, err = fr.fetchFrom(ctx, f, p, next)
+			attempt, backoff = 0, 0
+			err = fr.fetchFrom(ctx, f, p, next)
 		}
 		if ctx.Err() != nil {
 			return
@@ -103,22 +113,43 @@ func (fr *fetcher) run(ctx context.Context, f *fetchers, start Offsets) {
 			}
 			return
 		}
-		if progressed || err == nil {
-			attempt, backoff = 0, 0
-		}
 		if err == nil {
-			continue // partitions were added
+			continue // partitions were added, or waiting ones have a leader
 		}
-		attempt++
-		backoff = min(max(2*backoff, 100*time.Millisecond), 10*time.Second)
+		attempt++ // the lookup failed: no partition is fetched meanwhile
+		backoff = nextBackoff(backoff)
 		f.log.Warn().Err(err).Str("client", fr.name).Int("attempt", attempt).Dur("backoff_ms", backoff).
-			Msg("fetching stopped; looking the partitions' leaders up again")
+			Msg("looking the partitions' leaders up failed; retrying")
 		select {
 		case <-ctx.Done():
 			return
 		case <-time.After(backoff):
 		}
 	}
+}
+
+// fetchByName replaces the fetcher's client by one that sends Fetch
+// requests of version 12 at most, which name topics rather than give their
+// IDs: a broker whose metadata has no topic IDs (a new Kafka on an
+// inter-broker protocol before 2.8) would answer UNKNOWN_TOPIC_ID to the
+// newer ones, which franz-go's consumer avoids the same way. The new
+// client goes without the metrics hooks (they serve one client each).
+func (fr *fetcher) fetchByName(f *fetchers) error {
+	versions := kversion.Stable()
+	versions.SetMaxKeyVersion(kmsg.Fetch.Int16(), 12)
+	cl, err := kgo.NewClient(append(f.cfg.clientOptsWith(nil), kgo.MaxVersions(versions))...)
+	if err != nil {
+		return fmt.Errorf("reader %d: client: %w", f.reader, err)
+	}
+	fr.cl.Close()
+	fr.cl, fr.hooks, fr.byName = cl, nil, true
+	f.log.Warn().Str("client", fr.name).Msg("the cluster's metadata has no topic IDs: fetching by topic name (Fetch v12); this client's metrics are not exported")
+	return nil
+}
+
+// nextBackoff is the wait after last: 100 ms, doubling to 10 s.
+func nextBackoff(last time.Duration) time.Duration {
+	return min(max(2*last, 100*time.Millisecond), 10*time.Second)
 }
 
 // lookUp asks the cluster which brokers lead the partitions of next, and
@@ -146,30 +177,44 @@ func (fr *fetcher) lookUp(ctx context.Context, ids map[string]kadm.TopicID, next
 		}
 		t := *rt.Topic
 		if err := kerr.ErrorForCode(rt.ErrorCode); err != nil {
-			return plan{}, fmt.Errorf("metadata of topic %s: %w", t, err)
+			err = fmt.Errorf("metadata of topic %s: %w", t, err)
+			if !retriable(err) {
+				return plan{}, err
+			}
+			for part := range next[t] {
+				p.wait(t, part, next, err)
+			}
+			continue
 		}
 		id := kadm.TopicID(rt.TopicID)
 		if was, ok := ids[t]; ok && was != (kadm.TopicID{}) && id != (kadm.TopicID{}) && was != id {
 			return plan{}, &topicChanged{topic: t, was: was, now: id}
 		}
 		p.names[id], p.ids[t] = t, id
+		p.noIDs = p.noIDs || id == (kadm.TopicID{})
 		found := map[int32]kmsg.MetadataResponseTopicPartition{}
 		for _, rp := range rt.Partitions {
 			found[rp.Partition] = rp
 		}
 		for part := range next[t] {
 			rp, ok := found[part]
+			b, known := brokers[rp.Leader]
+			var why error
 			switch {
 			case !ok:
-				return plan{}, fmt.Errorf("metadata of %s/%d: %w", t, part, kerr.UnknownTopicOrPartition)
+				why = kerr.UnknownTopicOrPartition
 			case rp.ErrorCode != 0 && rp.ErrorCode != kerr.ReplicaNotAvailable.Code:
-				return plan{}, fmt.Errorf("metadata of %s/%d: %w", t, part, kerr.ErrorForCode(rp.ErrorCode))
-			case rp.Leader < 0:
-				return plan{}, fmt.Errorf("metadata of %s/%d: %w", t, part, kerr.LeaderNotAvailable)
+				why = kerr.ErrorForCode(rp.ErrorCode)
+			case rp.Leader < 0 || !known:
+				why = kerr.LeaderNotAvailable
 			}
-			b, ok := brokers[rp.Leader]
-			if !ok {
-				return plan{}, fmt.Errorf("metadata of %s/%d: leader %d is not among the brokers: %w", t, part, rp.Leader, kerr.LeaderNotAvailable)
+			if why != nil {
+				why = fmt.Errorf("metadata of %s/%d: %w", t, part, why)
+				if !retriable(why) {
+					return plan{}, why
+				}
+				p.wait(t, part, next, why)
+				continue
 			}
 			l := p.leaders[rp.Leader]
 			if l == nil {
@@ -183,35 +228,39 @@ func (fr *fetcher) lookUp(ctx context.Context, ids map[string]kadm.TopicID, next
 		}
 	}
 	for t, ps := range next {
-		if len(ps) > 0 && !p.has(t) {
-			return plan{}, fmt.Errorf("metadata of topic %s: %w", t, kerr.UnknownTopicOrPartition)
+		if _, ok := p.ids[t]; !ok {
+			for part := range ps {
+				p.wait(t, part, next, fmt.Errorf("metadata of topic %s: %w", t, kerr.UnknownTopicOrPartition))
+			}
 		}
 	}
 	return p, nil
 }
 
-func (p plan) has(topic string) bool {
-	for _, l := range p.leaders {
-		if _, ok := l.epochs[topic]; ok {
-			return true
-		}
+// wait puts a partition the lookup found no leader for among the waiting.
+func (p *plan) wait(topic string, partition int32, next Offsets, why error) {
+	if p.waiting == nil {
+		p.waiting = Offsets{}
 	}
-	return false
+	o, _ := next.Lookup(topic, partition)
+	p.waiting.Set(topic, partition, o)
+	if p.why == nil {
+		p.why = why
+	}
 }
 
-// fetchFrom runs a session per leader of p until one stops, partitions are
-// added or ctx is done, then stops them all and sets next to the offsets
-// after what they handed on. It returns whether they handed anything on,
-// and the error of the session that stopped first (nil when partitions
-// were added).
-func (fr *fetcher) fetchFrom(ctx context.Context, f *fetchers, p plan, next Offsets) (bool, error) {
-	sctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	stopped := make(chan error, len(p.leaders))
+// fetchFrom runs a session per leader of p and looks the waiting
+// partitions up again with backoff, until some of them have a leader,
+// partitions are added (nil), an error no retry helps comes (returned) or
+// ctx is done; then it stops the sessions and sets next to the offsets
+// after what they handed on.
+func (fr *fetcher) fetchFrom(ctx context.Context, f *fetchers, p plan, next Offsets) error {
+	sctx, cancel := context.WithCancel(ctx)
+	lost := make(chan lostPartitions)
 	var wg sync.WaitGroup
 	sessions := make([]*session, 0, len(p.leaders))
 	for _, l := range p.leaders {
-		s := &session{fr: fr, f: f, l: l, names: p.names, ids: p.ids, next: Offsets{}}
+		s := &session{fr: fr, f: f, l: l, names: p.names, ids: p.ids, next: Offsets{}, lost: lost}
 		for t, ps := range l.epochs {
 			for part := range ps {
 				o, _ := next.Lookup(t, part)
@@ -219,70 +268,168 @@ func (fr *fetcher) fetchFrom(ctx context.Context, f *fetchers, p plan, next Offs
 			}
 		}
 		sessions = append(sessions, s)
-		wg.Go(func() { stopped <- s.run(sctx) })
+		wg.Go(func() { s.run(sctx) })
 	}
-	var err error
-	select {
-	case err = <-stopped:
-	case <-fr.added.ready:
-	case <-ctx.Done():
+	waiting := p.waiting
+	if waiting == nil {
+		waiting = Offsets{}
 	}
-	cancel(errStop)
-	wg.Wait()
-	progressed := false
+	var (
+		relook  <-chan time.Time
+		err     error
+		lostAny bool // a partition waited in this round
+	)
+	// The wait before a lookup grows over rounds (fr.backoff): a leader
+	// the metadata still names but that cannot be fetched from would
+	// otherwise bring a round every 100 ms. A round without a partition
+	// waiting resets it.
+	wait := func(why error) {
+		lostAny = true
+		if relook == nil {
+			fr.backoff = nextBackoff(fr.backoff)
+			relook = time.After(fr.backoff)
+		}
+		f.log.Warn().Err(why).Str("client", fr.name).Int("waiting", waiting.Len()).Dur("backoff_ms", fr.backoff).
+			Msg("partitions wait for a leader; the others are fetched meanwhile")
+	}
+	if waiting.Len() > 0 {
+		wait(p.why)
+	}
+loop:
+	for {
+		select {
+		case l := <-lost:
+			if !retriable(l.why) {
+				err = l.why
+				break loop
+			}
+			waiting.Merge(l.next)
+			wait(l.why)
+		case <-relook:
+			relook = nil
+			q, lerr := fr.lookUp(ctx, f.ids, waiting)
+			if lerr == nil && len(q.leaders) > 0 {
+				break loop // some have a leader: start over with them
+			}
+			if lerr != nil && !retriable(lerr) {
+				err = lerr
+				break loop
+			}
+			if lerr == nil {
+				lerr = q.why
+			}
+			wait(lerr)
+		case <-fr.added.ready:
+			break loop
+		case <-ctx.Done():
+			break loop
+		}
+	}
+	cancel()
+	// Sessions stopping may still give partitions up; they are waiting too.
+	go func() {
+		wg.Wait()
+		close(lost)
+	}()
+	for l := range lost {
+		waiting.Merge(l.next)
+	}
 	for _, s := range sessions {
-		progressed = progressed || s.handed
 		next.Merge(s.next)
 	}
-	return progressed, err
+	next.Merge(waiting)
+	if !lostAny {
+		fr.backoff = 0
+	}
+	return err
+}
+
+// testHookHandingOn, when set by a test, runs in a session just before it
+// waits for Run to take a response.
+var testHookHandingOn atomic.Pointer[func()]
+
+// lostPartitions are partitions a session gave up, from the offsets after
+// what it handed on, and why.
+type lostPartitions struct {
+	next Offsets
+	why  error
 }
 
 // session is a fetcher's fetching from one leader.
 type session struct {
-	fr     *fetcher
-	f      *fetchers
-	l      *leader
-	names  map[kadm.TopicID]string
-	ids    map[string]kadm.TopicID
-	next   Offsets // after what was handed on
-	handed bool    // anything was
-	order  []partitionID
-	turn   int // the partition of order first in the next request
+	fr    *fetcher
+	f     *fetchers
+	l     *leader
+	names map[kadm.TopicID]string
+	ids   map[string]kadm.TopicID
+	next  Offsets // its partitions, from after what was handed on
+	lost  chan<- lostPartitions
+	order []partitionID
+	turn  int // the partition of order first in the next request
 }
 
-// run fetches until ctx is done (nil) or a response cannot be handed on:
-// a failed request, an error of the whole response or of a partition.
-func (s *session) run(ctx context.Context) error {
+// run fetches until ctx is done or it has no partition left: a failed
+// request or an error of the whole response gives all of them up, an error
+// of a partition that one (the rest of the response is handed on).
+func (s *session) run(ctx context.Context) {
 	br := s.fr.cl.Broker(int(s.l.broker.NodeID))
-	for {
-		req := s.request()
-		r, err := br.Request(ctx, req)
+	for s.next.Len() > 0 {
+		r, err := br.Request(ctx, s.request())
 		if ctx.Err() != nil {
-			return nil
+			return
+		}
+		if err == nil {
+			err = kerr.ErrorForCode(r.(*kmsg.FetchResponse).ErrorCode)
 		}
 		if err != nil {
-			return fmt.Errorf("fetch from broker %d: %w", s.l.broker.NodeID, err)
+			s.giveUp(s.next, fmt.Errorf("fetch from broker %d: %w", s.l.broker.NodeID, err))
+			return
 		}
 		resp := r.(*kmsg.FetchResponse)
-		if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
-			return fmt.Errorf("fetch from broker %d: %w", s.l.broker.NodeID, err)
+		ends, cut, failed, why := s.read(resp)
+		if failed.Len() > 0 {
+			s.giveUp(failed, why)
 		}
-		ends, records, err := s.read(resp)
-		if err != nil {
-			return err
+		if ends.Len() == 0 {
+			if cut {
+				// Bytes but no whole batch: wait as a broker without
+				// records would, rather than ask again at once.
+				select {
+				case <-time.After(fetchMaxWait):
+				case <-ctx.Done():
+					return
+				}
+			}
+			continue
 		}
-		if !records {
-			continue // nothing new (the fetch waited FetchMaxWait)
+		rf := &rawFetch{resp: resp, from: s.next.Clone(), ends: ends, names: s.names, broker: s.l.broker, hooks: s.fr.hooks}
+		if h := testHookHandingOn.Load(); h != nil {
+			(*h)()
 		}
-		rf := &rawFetch{resp: resp, from: s.next.Clone(), names: s.names, broker: s.l.broker, hooks: s.fr.hooks}
 		select {
 		case s.f.out <- fetched{raw: rf}:
 			s.next.Merge(ends)
-			s.handed = true
 		case <-ctx.Done():
-			return nil
+			return
 		}
 	}
+}
+
+// giveUp takes partitions out of the session and hands them to its
+// fetcher, from the offsets after what was handed on.
+func (s *session) giveUp(parts Offsets, why error) {
+	gone := Offsets{}
+	for t, ps := range parts {
+		for part := range ps {
+			o, _ := s.next.Lookup(t, part)
+			gone.Set(t, part, o)
+			delete(s.next[t], part)
+		}
+	}
+	s.order = nil
+	// The fetcher takes from lost until every session has ended, whether
+	// it stops them or not.
+	s.lost <- lostPartitions{next: gone, why: why}
 }
 
 // request is the next Fetch: every partition of the session from its next
@@ -322,11 +469,13 @@ func (s *session) request() *kmsg.FetchRequest {
 	return req
 }
 
-// read checks a response's partitions and returns the offsets after it,
-// and whether it moves any partition on.
-func (s *session) read(resp *kmsg.FetchResponse) (Offsets, bool, error) {
-	ends := Offsets{}
-	records := false
+// read checks a response's partitions: the offsets after what it holds
+// of each partition it moves on, whether some partition held bytes but no
+// whole batch, and the partitions whose error means the session cannot go
+// on with them (the first error says why). Only the partitions that move
+// on are decoded (rawFetch.ends).
+func (s *session) read(resp *kmsg.FetchResponse) (ends Offsets, cut bool, failed Offsets, why error) {
+	ends, failed = Offsets{}, Offsets{}
 	for _, rt := range resp.Topics {
 		t := rt.Topic
 		if t == "" {
@@ -339,7 +488,11 @@ func (s *session) read(resp *kmsg.FetchResponse) (Offsets, bool, error) {
 				continue
 			}
 			if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
-				return nil, false, fmt.Errorf("fetch %s/%d: %w", t, rp.Partition, err)
+				failed.Set(t, rp.Partition, from)
+				if why == nil || retriable(why) && !retriable(err) {
+					why = fmt.Errorf("fetch %s/%d: %w", t, rp.Partition, err)
+				}
+				continue
 			}
 			// A partition's first batch may come cut short by its share
 			// of the fetch (the broker stretches the share to a whole
@@ -347,9 +500,10 @@ func (s *session) read(resp *kmsg.FetchResponse) (Offsets, bool, error) {
 			// has data): nothing of it is read, and it is asked again.
 			if end := nextOffset(t, rp, from); end > from {
 				ends.Set(t, rp.Partition, end)
-				records = true
+			} else if len(rp.RecordBatches) > 0 {
+				cut = true
 			}
 		}
 	}
-	return ends, records, nil
+	return ends, cut, failed, why
 }

@@ -2,9 +2,12 @@ package kafka
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
+	"hash/crc32"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,6 +19,7 @@ import (
 
 	"github.com/connector-dev/connector/internal/kafkatest"
 	"github.com/connector-dev/connector/internal/syncbuf"
+	"github.com/connector-dev/connector/record"
 )
 
 // TestAReaderFollowsPartitionsWhoseLeaderMoved: every partition moves to
@@ -23,23 +27,14 @@ import (
 // to the old leaders fail, they look the leaders up again, and every record
 // of both rounds is emitted once and in order.
 func TestAReaderFollowsPartitionsWhoseLeaderMoved(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(3))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	b := kafkatest.Brokers{Addrs: c.ListenAddrs()}
+	c, b := fakeCluster(t, 3)
 	topic := kafkatest.Topic(t, b, 4)
 	produce(t, b, topic, 4, 400)
 
 	cfg := testConfig(b, topic)
 	cfg.FetchesInFlight = 2
 	logs := &syncbuf.Buffer{}
-	s, err := Open(context.Background(), cfg, nil, zerolog.New(logs))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
+	s := openSourceLogging(t, cfg, zerolog.New(logs))
 	rec, stop := runReader(t, s.readers[0])
 	waitFor(t, "the first 400 records", func() bool { return rec.count() == 400 })
 
@@ -58,7 +53,7 @@ func TestAReaderFollowsPartitionsWhoseLeaderMoved(t *testing.T) {
 		all[partitionID{topic, p}] = 200
 	}
 	checkOnceInOrder(t, rec, all)
-	if n := logs.Count("looking the partitions' leaders up again"); n == 0 {
+	if n := logs.Count("partitions wait for a leader"); n == 0 {
 		t.Errorf("no fetcher looked the leaders up again after they moved: the move was not tested; log:\n%s", logs.String())
 	}
 }
@@ -120,29 +115,8 @@ func TestATopicRecreatedWhileReadIsAnError(t *testing.T) {
 // one after its last whole batch; a batch cut short at the end and a
 // response without a whole batch leave it where it was.
 func TestNextOffsetReadsTheBatchesHeaders(t *testing.T) {
-	batch := func(first int64, n int) []byte {
-		rb := kmsg.NewRecordBatch()
-		rb.FirstOffset = first
-		rb.LastOffsetDelta = int32(n - 1)
-		rb.Magic = 2
-		rb.NumRecords = int32(n)
-		var recs []byte
-		for i := range n {
-			r := kmsg.NewRecord()
-			r.OffsetDelta = int32(i)
-			r.Value = []byte("v")
-			r.Length = int32(len(r.AppendTo(nil)) - 1) // the record after its length (a 1-byte varint here)
-			recs = r.AppendTo(recs)
-		}
-		rb.Records = recs
-		raw := rb.AppendTo(nil)
-		// Length counts from after the length field; AppendTo computes
-		// it only when asked: set it here.
-		rb.Length = int32(len(raw) - 12)
-		return rb.AppendTo(nil)
-	}
-	two := append(batch(100, 5), batch(105, 3)...)
-	cut := append(append([]byte{}, two...), batch(108, 4)[:30]...)
+	two := append(batch(100, 5, 0, nil), batch(105, 3, 0, nil)...)
+	cut := append(append([]byte{}, two...), batch(108, 4, 0, nil)[:30]...)
 	for _, c := range []struct {
 		name  string
 		bytes []byte
@@ -152,7 +126,7 @@ func TestNextOffsetReadsTheBatchesHeaders(t *testing.T) {
 		{"two batches", two, 100, 108},
 		{"two batches, fetched from inside the first", two, 102, 108},
 		{"two batches and a cut one", cut, 100, 108},
-		{"only a cut batch", batch(108, 4)[:30], 108, 108},
+		{"only a cut batch", batch(108, 4, 0, nil)[:30], 108, 108},
 		{"nothing", nil, 7, 7},
 	} {
 		rp := &kmsg.FetchResponseTopicPartition{RecordBatches: c.bytes}
@@ -160,7 +134,7 @@ func TestNextOffsetReadsTheBatchesHeaders(t *testing.T) {
 			t.Errorf("%s: next offset %d, want %d", c.name, got, c.want)
 		}
 		// The decoder agrees on the records it finds.
-		fp, _ := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{Offset: c.from, DisableCRCValidation: true}, rp, decompressor, nil)
+		fp, _ := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{Offset: c.from}, rp, decompressor, nil)
 		if fp.Err != nil {
 			t.Fatalf("%s: decoding: %v", c.name, fp.Err)
 		}
@@ -239,10 +213,187 @@ func TestAReaderThatStartsWithoutPartitionsReadsThoseAddedLater(t *testing.T) {
 // openSource opens a source of cfg, closed when the test ends.
 func openSource(t *testing.T, cfg Options) *Source {
 	t.Helper()
-	s, err := Open(context.Background(), cfg, nil, testLog(t))
+	return openSourceLogging(t, cfg, testLog(t))
+}
+
+// openSourceLogging is openSource logging to log.
+func openSourceLogging(t *testing.T, cfg Options, log zerolog.Logger) *Source {
+	t.Helper()
+	s, err := Open(context.Background(), cfg, nil, log)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(s.Close)
 	return s
+}
+
+// metadataReads counts the Metadata responses a client read.
+type metadataReads struct{ n atomic.Int64 }
+
+func (c *metadataReads) OnBrokerRead(_ kgo.BrokerMetadata, key int16, _ int, _, _ time.Duration, err error) {
+	if key == kmsg.Metadata.Int16() && err == nil {
+		c.n.Add(1)
+	}
+}
+
+// TestAFetchNotHandedOnIsFetchedAgain: a fetcher stopped while a response
+// waits for Run (here: partitions are added while nobody takes its
+// fetches) asks again from where Run's fetches ended, so the records of the
+// response it dropped come again, once.
+func TestAFetchNotHandedOnIsFetchedAgain(t *testing.T) {
+	b := kafkatest.Fake(t)
+	topic := kafkatest.Topic(t, b, 2)
+	produce(t, b, topic, 2, 200)
+	cfg := testConfig(b, topic).withDefaults()
+	cfg.FetchesInFlight = 1
+	lookups := &metadataReads{}
+	cfg.Hooks = func(string) []kgo.Hook { return []kgo.Hook{lookups} }
+	waiting := make(chan struct{})
+	var once sync.Once
+	hook := func() { once.Do(func() { close(waiting) }) }
+	testHookHandingOn.Store(&hook)
+	t.Cleanup(func() { testHookHandingOn.Store(nil) })
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	f, err := startFetchers(ctx, 0, cfg, fetchPartitionFloor, Offsets{topic: {0: 0}}, nil, testLog(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.close()
+	// Partition 0's first response waits for Run; nothing takes it. The
+	// fetcher starts over with partition 1 (a second lookup) once its
+	// session has stopped.
+	<-waiting
+	before := lookups.n.Load()
+	if err := f.add(Offsets{topic: {1: 0}}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the fetcher to start over", func() bool { return lookups.n.Load() > before })
+	rec := &recorder{}
+	deadline := time.After(20 * time.Second)
+	for rec.count() < 200 {
+		select {
+		case x := <-f.out:
+			if x.err != nil {
+				t.Fatal(x.err)
+			}
+			var b []record.Record
+			x.raw.decode().EachRecord(func(kr *kgo.Record) { b = append(b, convert(kr)); kr.Recycle() })
+			_ = rec.Records(ctx, b)
+		case <-deadline:
+			t.Fatalf("%d records of 200 after 20 s", rec.count())
+		}
+	}
+	checkOnceInOrder(t, rec, map[partitionID]int64{{topic, 0}: 100, {topic, 1}: 100})
+}
+
+// TestAPartitionThatCannotBeFetchedDoesNotHoldUpTheOthers: while the leader
+// of partition 0 fails every fetch, the fetcher's other partition is read
+// to its end; once the leader answers again, partition 0 is read too, every
+// record once and in order.
+func TestAPartitionThatCannotBeFetchedDoesNotHoldUpTheOthers(t *testing.T) {
+	c, b := fakeCluster(t, 2)
+	topic := kafkatest.Topic(t, b, 2)
+	down := c.LeaderFor(topic, 0)
+	if c.LeaderFor(topic, 1) == down {
+		if err := c.MoveTopicPartition(topic, 1, (down+1)%2); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var failing atomic.Bool
+	failing.Store(true)
+	c.ControlKey(kmsg.Fetch.Int16(), func(kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		if failing.Load() && c.CurrentNode() == down {
+			return nil, errors.New("the leader of partition 0 fails"), true
+		}
+		return nil, nil, false
+	})
+	produce(t, b, topic, 2, 200)
+
+	cfg := testConfig(b, topic)
+	cfg.FetchesInFlight = 1 // both partitions in one fetcher
+	logs := &syncbuf.Buffer{}
+	s := openSourceLogging(t, cfg, zerolog.New(logs))
+	rec, stop := runReader(t, s.readers[0])
+	defer stop()
+	one := func(p int32) int {
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		n := 0
+		for _, r := range rec.records {
+			if r.Partition == p {
+				n++
+			}
+		}
+		return n
+	}
+	waitFor(t, "partition 1's 100 records", func() bool { return one(1) == 100 })
+	if n := one(0); n != 0 {
+		t.Fatalf("%d records of partition 0 while its leader failed every fetch", n)
+	}
+	// The failed fetches end in partition 0 waiting (franz-go may retry
+	// a request on a closed connection first).
+	waitFor(t, "partition 0 to wait for its leader", func() bool { return logs.Count("partitions wait for a leader") > 0 })
+	if n := one(0); n != 0 {
+		t.Fatalf("%d records of partition 0 while its leader failed every fetch", n)
+	}
+	failing.Store(false)
+	waitFor(t, "all 200 records", func() bool { return rec.count() == 200 })
+	checkOnceInOrder(t, rec, map[partitionID]int64{{topic, 0}: 100, {topic, 1}: 100})
+}
+
+// batch encodes a record batch of n records from offset first, with its
+// length and CRC; attrs are its attributes (1: gzip), records its records'
+// bytes (nil: n records of value "v").
+func batch(first int64, n int, attrs int16, records []byte) []byte {
+	rb := kmsg.NewRecordBatch()
+	rb.FirstOffset = first
+	rb.LastOffsetDelta = int32(n - 1)
+	rb.Magic = 2
+	rb.Attributes = attrs
+	rb.NumRecords = int32(n)
+	if records == nil {
+		for i := range n {
+			r := kmsg.NewRecord()
+			r.OffsetDelta = int32(i)
+			r.Value = []byte("v")
+			r.Length = int32(len(r.AppendTo(nil)) - 1) // the record after its length (a 1-byte varint here)
+			records = r.AppendTo(records)
+		}
+	}
+	rb.Records = records
+	rb.Length = int32(len(rb.AppendTo(nil)) - 12) // from after the length field
+	b := rb.AppendTo(nil)
+	binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[21:], crc32.MakeTable(crc32.Castagnoli)))
+	return b
+}
+
+// TestADamagedBatchFailsTheFetchRatherThanBeSkipped: the fetcher moves on
+// by the batches' headers; when the decoder stops at a batch it cannot
+// read (after one it could), the fetch fails, so neither that batch nor the
+// good one after it is skipped.
+func TestADamagedBatchFailsTheFetchRatherThanBeSkipped(t *testing.T) {
+	bytes := append(batch(0, 3, 0, nil), batch(3, 4, 1, []byte("not gzip at all"))...)
+	bytes = append(bytes, batch(7, 2, 0, nil)...)
+	rp := kmsg.FetchResponseTopicPartition{Partition: 0, RecordBatches: bytes}
+	if end := nextOffset("t", &rp, 0); end != 9 {
+		t.Fatalf("next offset %d, want 9", end)
+	}
+	resp := &kmsg.FetchResponse{Topics: []kmsg.FetchResponseTopic{{Topic: "t", Partitions: []kmsg.FetchResponseTopicPartition{rp}}}}
+	rf := &rawFetch{resp: resp, from: Offsets{"t": {0: 0}}, ends: Offsets{"t": {0: 9}}}
+	if err := fetchError(rf.decode()); err == nil || !strings.Contains(err.Error(), "could not be decoded") {
+		t.Fatalf("fetch with a damaged batch between two good ones: error %v, want one saying records could not be decoded", err)
+	}
+}
+
+// fakeCluster starts a kfake cluster of n brokers, closed when the test ends.
+func fakeCluster(t *testing.T, n int) (*kfake.Cluster, kafkatest.Brokers) {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(n))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c, kafkatest.Brokers{Addrs: c.ListenAddrs()}
 }

@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"encoding/binary"
+	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -15,6 +16,7 @@ import (
 type rawFetch struct {
 	resp   *kmsg.FetchResponse
 	from   Offsets                 // the offset each partition was fetched from
+	ends   Offsets                 // the offset after it, by the batches' headers (nextOffset)
 	names  map[kadm.TopicID]string // topic names by ID (Fetch v13+ answers with IDs)
 	broker kgo.BrokerMetadata      // the leader that answered, for the hooks
 	hooks  []kgo.HookFetchBatchRead
@@ -39,9 +41,10 @@ func (rf *rawFetch) decode() kgo.Fetches {
 		ft := kgo.FetchTopic{Topic: name, TopicID: rt.TopicID}
 		for i := range rt.Partitions {
 			rp := &rt.Partitions[i]
-			from, ok := rf.from.Lookup(name, rp.Partition)
-			if !ok {
-				continue // not asked for
+			end, moved := rf.ends.Lookup(name, rp.Partition)
+			from, asked := rf.from.Lookup(name, rp.Partition)
+			if !moved || !asked {
+				continue // not asked for, failed, or no whole batch
 			}
 			var batchRead func(kgo.FetchBatchMetrics)
 			if len(rf.hooks) > 0 {
@@ -51,10 +54,17 @@ func (rf *rawFetch) decode() kgo.Fetches {
 					}
 				}
 			}
-			fp, _ := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{
+			fp, next := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{
 				Offset: from, IsolationLevel: kgo.ReadCommitted(),
 				Topic: name, Partition: rp.Partition, Pools: []kgo.Pool{kgoRecordPool},
 			}, rp, decompressor, batchRead)
+			// The fetcher asks from the end the headers gave: records the
+			// decoder stopped short of (a batch it could not read after
+			// some it could) would be skipped. The fetch fails instead,
+			// as franz-go's consumer fails on such a batch.
+			if fp.Err == nil && next < end {
+				fp.Err = fmt.Errorf("records %d to %d could not be decoded (a batch is damaged or was cut short)", next, end-1)
+			}
 			ft.Partitions = append(ft.Partitions, fp)
 		}
 		f.Topics = append(f.Topics, ft)
@@ -71,14 +81,17 @@ func (rf *rawFetch) decode() kgo.Fetches {
 // next fetch, as the decoder leaves it. Older message sets, which a topic
 // may still hold from before, are decoded to find their end.
 func nextOffset(topic string, rp *kmsg.FetchResponseTopicPartition, from int64) int64 {
-	const header = 27 // up to and including the last offset delta
+	const (
+		magicAt = 16 // the byte that says which format follows
+		header  = 27 // a batch's header up to and including the last offset delta
+	)
 	next := from
-	for b := rp.RecordBatches; len(b) >= header; {
+	for b := rp.RecordBatches; len(b) > magicAt; {
 		length := int64(int32(binary.BigEndian.Uint32(b[8:]))) + 12
-		if length < header || int64(len(b)) < length {
+		if length <= magicAt || int64(len(b)) < length {
 			break
 		}
-		if b[16] != 2 {
+		if b[magicAt] != 2 || length < header {
 			_, next := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{
 				Offset: from, IsolationLevel: kgo.ReadCommitted(), Topic: topic, Partition: rp.Partition,
 			}, rp, decompressor, nil)
