@@ -34,9 +34,9 @@ import (
 // to 10 s), and once some have a leader, or Run added partitions, the
 // fetcher stops its sessions and starts over from the offsets after what
 // was handed on. An offset out of range, a topic recreated under its name
-// (another topic ID) and any other error no retry helps are handed on to
-// Run as the fetch's error: the job restarts, and the restore decides
-// (on_position_lost).
+// (another topic ID), a batch that cannot be read and any other error no
+// retry helps are handed on to Run as the fetch's error: the job restarts,
+// and the restore decides (on_position_lost).
 
 // plan is where a fetcher's partitions are read: their leaders, and the
 // topics' names by ID.
@@ -66,7 +66,7 @@ func retriable(err error) bool {
 		return ke.Retriable
 	}
 	var changed *topicChanged
-	return !errors.As(err, &changed)
+	return !errors.As(err, &changed) && !errors.Is(err, errDamaged)
 }
 
 // topicChanged is a topic found under another ID than the reader's.
@@ -97,7 +97,7 @@ func (fr *fetcher) run(ctx context.Context, f *fetchers, start Offsets) {
 		}
 		p, err := fr.lookUp(ctx, f.ids, next)
 		if err == nil && p.noIDs && !fr.byName {
-			err = fr.fetchByName(f)
+			err = fr.fetchByName(ctx, f)
 		}
 		if err == nil {
 			attempt, backoff = 0, 0
@@ -134,7 +134,18 @@ func (fr *fetcher) run(ctx context.Context, f *fetchers, start Offsets) {
 // inter-broker protocol before 2.8) would answer UNKNOWN_TOPIC_ID to the
 // newer ones, which franz-go's consumer avoids the same way. The new
 // client goes without the metrics hooks (they serve one client each).
-func (fr *fetcher) fetchByName(f *fetchers) error {
+func (fr *fetcher) fetchByName(ctx context.Context, f *fetchers) error {
+	// A cluster before Kafka 2.8 has no topic IDs and no Fetch v13 either.
+	api, err := kmsg.NewPtrApiVersionsRequest().RequestWith(ctx, fr.cl)
+	if err != nil {
+		return fmt.Errorf("api versions: %w", err)
+	}
+	fr.byName = true
+	for _, k := range api.ApiKeys {
+		if k.ApiKey == kmsg.Fetch.Int16() && k.MaxVersion < 13 {
+			return nil
+		}
+	}
 	versions := kversion.Stable()
 	versions.SetMaxKeyVersion(kmsg.Fetch.Int16(), 12)
 	cl, err := kgo.NewClient(append(f.cfg.clientOptsWith(nil), kgo.MaxVersions(versions))...)
@@ -142,7 +153,7 @@ func (fr *fetcher) fetchByName(f *fetchers) error {
 		return fmt.Errorf("reader %d: client: %w", f.reader, err)
 	}
 	fr.cl.Close()
-	fr.cl, fr.hooks, fr.byName = cl, nil, true
+	fr.cl, fr.hooks = cl, nil
 	f.log.Warn().Str("client", fr.name).Msg("the cluster's metadata has no topic IDs: fetching by topic name (Fetch v12); this client's metrics are not exported")
 	return nil
 }
@@ -282,8 +293,13 @@ func (fr *fetcher) fetchFrom(ctx context.Context, f *fetchers, p plan, next Offs
 	// The wait before a lookup grows over rounds (fr.backoff): a leader
 	// the metadata still names but that cannot be fetched from would
 	// otherwise bring a round every 100 ms. A round without a partition
-	// waiting resets it.
+	// waiting resets it, and so does a round that ran for longer than the
+	// last wait before its first partition waited.
+	began := time.Now()
 	wait := func(why error) {
+		if !lostAny && time.Since(began) > fr.backoff {
+			fr.backoff = 0 // the round ran well for longer than the last wait
+		}
 		lostAny = true
 		if relook == nil {
 			fr.backoff = nextBackoff(fr.backoff)
@@ -333,6 +349,9 @@ loop:
 	}()
 	for l := range lost {
 		waiting.Merge(l.next)
+		if err == nil && !retriable(l.why) {
+			err = l.why
+		}
 	}
 	for _, s := range sessions {
 		next.Merge(s.next)
@@ -345,8 +364,12 @@ loop:
 }
 
 // testHookHandingOn, when set by a test, runs in a session just before it
-// waits for Run to take a response.
-var testHookHandingOn atomic.Pointer[func()]
+// waits for Run to take a response; testHookGivingUp just before it hands
+// partitions it gave up to its fetcher (with the session's context).
+var (
+	testHookHandingOn atomic.Pointer[func()]
+	testHookGivingUp  atomic.Pointer[func(context.Context)]
+)
 
 // lostPartitions are partitions a session gave up, from the offsets after
 // what it handed on, and why.
@@ -382,13 +405,13 @@ func (s *session) run(ctx context.Context) {
 			err = kerr.ErrorForCode(r.(*kmsg.FetchResponse).ErrorCode)
 		}
 		if err != nil {
-			s.giveUp(s.next, fmt.Errorf("fetch from broker %d: %w", s.l.broker.NodeID, err))
+			s.giveUp(ctx, s.next, fmt.Errorf("fetch from broker %d: %w", s.l.broker.NodeID, err))
 			return
 		}
 		resp := r.(*kmsg.FetchResponse)
 		ends, cut, failed, why := s.read(resp)
 		if failed.Len() > 0 {
-			s.giveUp(failed, why)
+			s.giveUp(ctx, failed, why)
 		}
 		if ends.Len() == 0 {
 			if cut {
@@ -417,7 +440,7 @@ func (s *session) run(ctx context.Context) {
 
 // giveUp takes partitions out of the session and hands them to its
 // fetcher, from the offsets after what was handed on.
-func (s *session) giveUp(parts Offsets, why error) {
+func (s *session) giveUp(ctx context.Context, parts Offsets, why error) {
 	gone := Offsets{}
 	for t, ps := range parts {
 		for part := range ps {
@@ -427,6 +450,9 @@ func (s *session) giveUp(parts Offsets, why error) {
 		}
 	}
 	s.order = nil
+	if h := testHookGivingUp.Load(); h != nil {
+		(*h)(ctx)
+	}
 	// The fetcher takes from lost until every session has ended, whether
 	// it stops them or not.
 	s.lost <- lostPartitions{next: gone, why: why}
@@ -498,9 +524,14 @@ func (s *session) read(resp *kmsg.FetchResponse) (ends Offsets, cut bool, failed
 			// of the fetch (the broker stretches the share to a whole
 			// batch only for the first partition of the response that
 			// has data): nothing of it is read, and it is asked again.
-			if end := nextOffset(t, rp, from); end > from {
+			end, err := nextOffset(t, rp, from)
+			switch {
+			case err != nil:
+				failed.Set(t, rp.Partition, from)
+				why = fmt.Errorf("fetch %s/%d: %w", t, rp.Partition, err) // permanent: it goes first
+			case end > from:
 				ends.Set(t, rp.Partition, end)
-			} else if len(rp.RecordBatches) > 0 {
+			case len(rp.RecordBatches) > 0:
 				cut = true
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"strings"
 	"sync"
@@ -130,8 +131,8 @@ func TestNextOffsetReadsTheBatchesHeaders(t *testing.T) {
 		{"nothing", nil, 7, 7},
 	} {
 		rp := &kmsg.FetchResponseTopicPartition{RecordBatches: c.bytes}
-		if got := nextOffset("t", rp, c.from); got != c.want {
-			t.Errorf("%s: next offset %d, want %d", c.name, got, c.want)
+		if got, err := nextOffset("t", rp, c.from); err != nil || got != c.want {
+			t.Errorf("%s: next offset %d (%v), want %d", c.name, got, err, c.want)
 		}
 		// The decoder agrees on the records it finds.
 		fp, _ := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{Offset: c.from}, rp, decompressor, nil)
@@ -253,13 +254,7 @@ func TestAFetchNotHandedOnIsFetchedAgain(t *testing.T) {
 	hook := func() { once.Do(func() { close(waiting) }) }
 	testHookHandingOn.Store(&hook)
 	t.Cleanup(func() { testHookHandingOn.Store(nil) })
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	f, err := startFetchers(ctx, 0, cfg, fetchPartitionFloor, Offsets{topic: {0: 0}}, nil, testLog(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.close()
+	ctx, f := fetchPartitionZero(t, cfg, topic)
 	// Partition 0's first response waits for Run; nothing takes it. The
 	// fetcher starts over with partition 1 (a second lookup) once its
 	// session has stopped.
@@ -269,21 +264,8 @@ func TestAFetchNotHandedOnIsFetchedAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "the fetcher to start over", func() bool { return lookups.n.Load() > before })
-	rec := &recorder{}
-	deadline := time.After(20 * time.Second)
-	for rec.count() < 200 {
-		select {
-		case x := <-f.out:
-			if x.err != nil {
-				t.Fatal(x.err)
-			}
-			var b []record.Record
-			x.raw.decode().EachRecord(func(kr *kgo.Record) { b = append(b, convert(kr)); kr.Recycle() })
-			_ = rec.Records(ctx, b)
-		case <-deadline:
-			t.Fatalf("%d records of 200 after 20 s", rec.count())
-		}
-	}
+	rec := collect(ctx, t, f)
+	waitFor(t, "200 records", func() bool { return rec.count() >= 200 })
 	checkOnceInOrder(t, rec, map[partitionID]int64{{topic, 0}: 100, {topic, 1}: 100})
 }
 
@@ -377,8 +359,8 @@ func TestADamagedBatchFailsTheFetchRatherThanBeSkipped(t *testing.T) {
 	bytes := append(batch(0, 3, 0, nil), batch(3, 4, 1, []byte("not gzip at all"))...)
 	bytes = append(bytes, batch(7, 2, 0, nil)...)
 	rp := kmsg.FetchResponseTopicPartition{Partition: 0, RecordBatches: bytes}
-	if end := nextOffset("t", &rp, 0); end != 9 {
-		t.Fatalf("next offset %d, want 9", end)
+	if end, err := nextOffset("t", &rp, 0); err != nil || end != 9 {
+		t.Fatalf("next offset %d (%v), want 9", end, err)
 	}
 	resp := &kmsg.FetchResponse{Topics: []kmsg.FetchResponseTopic{{Topic: "t", Partitions: []kmsg.FetchResponseTopicPartition{rp}}}}
 	rf := &rawFetch{resp: resp, from: Offsets{"t": {0: 0}}, ends: Offsets{"t": {0: 9}}}
@@ -396,4 +378,111 @@ func fakeCluster(t *testing.T, n int) (*kfake.Cluster, kafkatest.Brokers) {
 	}
 	t.Cleanup(c.Close)
 	return c, kafkatest.Brokers{Addrs: c.ListenAddrs()}
+}
+
+// TestAnUnreadableMessageIsDamagedNotCut: a batch too short for its header,
+// or an old-format message the decoder cannot read, is an error no retry
+// helps, not a batch cut short that the next fetch would complete.
+func TestAnUnreadableMessageIsDamagedNotCut(t *testing.T) {
+	short := batch(5, 1, 0, nil)[:20]
+	binary.BigEndian.PutUint32(short[8:], 8) // a whole batch of 20 bytes
+	m := kmsg.NewMessageV1()
+	m.Offset, m.Magic, m.Value = 5, 1, []byte("v")
+	m.MessageSize = int32(len(m.AppendTo(nil)) - 12)
+	old := m.AppendTo(nil)
+	old[len(old)-1] ^= 0xff // its CRC no longer matches
+	for name, b := range map[string][]byte{"short v2 batch": short, "v1 message with a bad CRC": old} {
+		rp := &kmsg.FetchResponseTopicPartition{RecordBatches: b}
+		if end, err := nextOffset("t", rp, 5); !errors.Is(err, errDamaged) || end != 5 {
+			t.Errorf("%s: next offset %d, error %v; want 5 and a damaged batch", name, end, err)
+		}
+		if retriable(fmt.Errorf("fetch t/0: %w", errDamaged)) {
+			t.Errorf("a damaged batch is retried")
+		}
+	}
+}
+
+// TestPartitionsGivenUpWhileTheFetcherStopsAreFetchedAgain: a session gives
+// a partition up (its leader failed a fetch) just as the fetcher stops its
+// sessions (partitions were added); the partition is taken back from the
+// sessions as they end and fetched in the next round, every record once.
+func TestPartitionsGivenUpWhileTheFetcherStopsAreFetchedAgain(t *testing.T) {
+	c, b := fakeCluster(t, 1)
+	topic := kafkatest.Topic(t, b, 2)
+	produce(t, b, topic, 2, 200)
+	var (
+		failing atomic.Bool
+		fetches atomic.Int64
+	)
+	failing.Store(true)
+	c.ControlKey(kmsg.Fetch.Int16(), func(kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		if fetches.Add(1) > 1 && failing.Load() { // the first fetch (all of partition 0) goes through
+			return nil, errors.New("the leader fails"), true
+		}
+		return nil, nil, false
+	})
+	givingUp := make(chan struct{})
+	var once sync.Once
+	hook := func(ctx context.Context) {
+		first := false
+		once.Do(func() { first = true })
+		if !first {
+			return
+		}
+		failing.Store(false)
+		close(givingUp)
+		<-ctx.Done() // until the fetcher stops its sessions
+	}
+	testHookGivingUp.Store(&hook)
+	t.Cleanup(func() { testHookGivingUp.Store(nil) })
+
+	cfg := testConfig(b, topic).withDefaults()
+	cfg.FetchesInFlight = 1
+	ctx, f := fetchPartitionZero(t, cfg, topic)
+	rec := collect(ctx, t, f)
+	waitFor(t, "partition 0's 100 records", func() bool { return rec.count() == 100 })
+	<-givingUp
+	if err := f.add(Offsets{topic: {1: 0}}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "200 records", func() bool { return rec.count() >= 200 })
+	checkOnceInOrder(t, rec, map[partitionID]int64{{topic, 0}: 100, {topic, 1}: 100})
+}
+
+// collect takes f's fetches from now on, in the background until ctx is
+// done, and records what they hold.
+func collect(ctx context.Context, t *testing.T, f *fetchers) *recorder {
+	rec := &recorder{}
+	go func() {
+		for {
+			select {
+			case x := <-f.out:
+				if x.err != nil {
+					t.Error(x.err)
+					return
+				}
+				var b []record.Record
+				x.raw.decode().EachRecord(func(kr *kgo.Record) { b = append(b, convert(kr)); kr.Recycle() })
+				_ = rec.Records(ctx, b)
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return rec
+}
+
+// fetchPartitionZero starts a reader's fetchers over partition 0 of topic,
+// stopped when the test ends (then ctx is done).
+func fetchPartitionZero(t *testing.T, cfg Options, topic string) (context.Context, *fetchers) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	f, err := startFetchers(ctx, 0, cfg, fetchPartitionFloor, Offsets{topic: {0: 0}}, nil, testLog(t))
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.close(); cancel() })
+	return ctx, f
 }

@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -72,6 +73,9 @@ func (rf *rawFetch) decode() kgo.Fetches {
 	return kgo.Fetches{f}
 }
 
+// errDamaged is a fetched batch that cannot be read: no retry helps.
+var errDamaged = errors.New("damaged record batch")
+
 // nextOffset returns the offset to fetch partition rp from after this
 // response, which was asked for it from offset from. It reads the record
 // batches' headers (magic 2, the format Kafka writes since 0.11: first
@@ -79,8 +83,9 @@ func (rf *rawFetch) decode() kgo.Fetches {
 // attributes int16, last offset delta int32) without decoding a record. A
 // partial batch at the end (cut by the fetch's byte limit) is left for the
 // next fetch, as the decoder leaves it. Older message sets, which a topic
-// may still hold from before, are decoded to find their end.
-func nextOffset(topic string, rp *kmsg.FetchResponseTopicPartition, from int64) int64 {
+// may still hold from before, are decoded to find their end; one the
+// decoder cannot read, or a batch too short for its header, is errDamaged.
+func nextOffset(topic string, rp *kmsg.FetchResponseTopicPartition, from int64) (int64, error) {
 	const (
 		magicAt = 16 // the byte that says which format follows
 		header  = 27 // a batch's header up to and including the last offset delta
@@ -88,17 +93,23 @@ func nextOffset(topic string, rp *kmsg.FetchResponseTopicPartition, from int64) 
 	next := from
 	for b := rp.RecordBatches; len(b) > magicAt; {
 		length := int64(int32(binary.BigEndian.Uint32(b[8:]))) + 12
-		if length <= magicAt || int64(len(b)) < length {
-			break
+		if int64(len(b)) < length {
+			break // cut short by the fetch's byte limit
 		}
-		if b[magicAt] != 2 || length < header {
-			_, next := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{
+		if length <= magicAt || b[magicAt] == 2 && length < header {
+			return from, fmt.Errorf("%w: %d bytes at offset %d", errDamaged, length, int64(binary.BigEndian.Uint64(b)))
+		}
+		if b[magicAt] != 2 {
+			fp, next := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{
 				Offset: from, IsolationLevel: kgo.ReadCommitted(), Topic: topic, Partition: rp.Partition,
 			}, rp, decompressor, nil)
-			return next
+			if fp.Err != nil {
+				return from, fmt.Errorf("%w: %w", errDamaged, fp.Err)
+			}
+			return next, nil
 		}
 		next = max(next, int64(binary.BigEndian.Uint64(b))+int64(int32(binary.BigEndian.Uint32(b[23:])))+1)
 		b = b[length:]
 	}
-	return next
+	return next, nil
 }
