@@ -56,9 +56,6 @@ type leader struct {
 	epochs map[string]map[int32]int32
 }
 
-// errStop is a session stopped by its fetcher, not by a failure.
-var errStop = errors.New("stopped")
-
 // retriable reports whether the fetcher may start over after err.
 func retriable(err error) bool {
 	var ke *kerr.Error
@@ -71,9 +68,8 @@ func retriable(err error) bool {
 
 // topicChanged is a topic found under another ID than the reader's.
 type topicChanged struct {
-	topic     string
-	was, now  kadm.TopicID
-	partition int32
+	topic    string
+	was, now kadm.TopicID
 }
 
 func (e *topicChanged) Error() string {
