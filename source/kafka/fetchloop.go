@@ -421,7 +421,7 @@ func (s *session) run(ctx context.Context) {
 			}
 			continue
 		}
-		rf := &rawFetch{resp: resp, from: s.next.Clone(), ends: ends, names: s.names, broker: s.l.broker, hooks: s.fr.hooks}
+		rf := &rawFetch{resp: resp, from: s.next.Clone(), ends: ends, broker: s.l.broker, hooks: s.fr.hooks}
 		if h := testHookHandingOn.Load(); h != nil {
 			(*h)()
 		}
@@ -498,11 +498,12 @@ func (s *session) request() *kmsg.FetchRequest {
 // on are decoded (rawFetch.ends).
 func (s *session) read(resp *kmsg.FetchResponse) (ends Offsets, cut bool, failed Offsets, why error) {
 	ends, failed = Offsets{}, Offsets{}
-	for _, rt := range resp.Topics {
-		t := rt.Topic
-		if t == "" {
-			t = s.names[rt.TopicID]
+	for ti := range resp.Topics {
+		rt := &resp.Topics[ti]
+		if rt.Topic == "" { // Fetch v13+ answers with topic IDs only
+			rt.Topic = s.names[rt.TopicID]
 		}
+		t := rt.Topic
 		for i := range rt.Partitions {
 			rp := &rt.Partitions[i]
 			from, ok := s.next.Lookup(t, rp.Partition)

@@ -201,13 +201,7 @@ func TestAReaderThatStartsWithoutPartitionsReadsThoseAddedLater(t *testing.T) {
 
 	addPartition(t, b, topic, 2)
 	produce(t, b, topic, 2, 10) // 5 in each partition; reader 1 owns partition 1
-	waitFor(t, "the 5 records of partition 1", func() bool {
-		if err := s.Discover(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(100 * time.Millisecond)
-		return rec.count() == 5
-	})
+	discoverUntil(t, s, "the 5 records of partition 1", func() bool { return rec.count() == 5 })
 	checkOnceInOrder(t, rec, map[partitionID]int64{{topic, 1}: 5})
 }
 

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -15,11 +14,10 @@ import (
 // fetch waiting behind the one being handed on costs its bytes only, not
 // also ~150 bytes of kgo.Record for each record of it.
 type rawFetch struct {
-	resp   *kmsg.FetchResponse
-	from   Offsets                 // the offset each partition was fetched from
-	ends   Offsets                 // the offset after it, by the batches' headers (nextOffset)
-	names  map[kadm.TopicID]string // topic names by ID (Fetch v13+ answers with IDs)
-	broker kgo.BrokerMetadata      // the leader that answered, for the hooks
+	resp   *kmsg.FetchResponse // its topics named (session.read)
+	from   Offsets             // the offset each partition was fetched from
+	ends   Offsets             // the offset after it, by the batches' headers (nextOffset)
+	broker kgo.BrokerMetadata  // the leader that answered, for the hooks
 	hooks  []kgo.HookFetchBatchRead
 }
 
@@ -36,9 +34,6 @@ func (rf *rawFetch) decode() kgo.Fetches {
 	var f kgo.Fetch
 	for _, rt := range rf.resp.Topics {
 		name := rt.Topic
-		if name == "" {
-			name = rf.names[rt.TopicID]
-		}
 		ft := kgo.FetchTopic{Topic: name, TopicID: rt.TopicID}
 		for i := range rt.Partitions {
 			rp := &rt.Partitions[i]

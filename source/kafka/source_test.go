@@ -85,6 +85,19 @@ func testConfig(b kafkatest.Brokers, topic string) Options {
 	return Options{Brokers: b.Addrs, Topics: []string{topic}, Group: topic + "-g", BatchSize: 64}
 }
 
+// discoverUntil runs the source's partition discovery, as the runtime
+// does every DiscoverInterval, until cond holds or 20 s pass (waitFor's
+// polling paces it).
+func discoverUntil(t *testing.T, s *Source, what string, cond func() bool) {
+	t.Helper()
+	waitFor(t, what, func() bool {
+		if err := s.Discover(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		return cond()
+	})
+}
+
 // addPartition adds a partition to topic and waits until the metadata
 // shows the topic with n partitions.
 func addPartition(t *testing.T, b kafkatest.Brokers, topic string, n int) {
@@ -369,13 +382,7 @@ func TestDiscoverPicksUpPartitionsAddedWhileRunning(t *testing.T) {
 	produce(t, b, topic, 2, 10) // 5 land in the new partition 1
 	// Discovery is periodic and metadata is cached for a few seconds, so the
 	// runtime's loop is imitated: discover until the records arrive.
-	waitFor(t, "20 records", func() bool {
-		if err := s.Discover(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(100 * time.Millisecond)
-		return rec.count() == 20
-	})
+	discoverUntil(t, s, "20 records", func() bool { return rec.count() == 20 })
 }
 
 func TestCommitWritesOffsetsToTheGroup(t *testing.T) {
