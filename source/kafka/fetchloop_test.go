@@ -363,10 +363,11 @@ func TestADamagedBatchFailsTheFetchRatherThanBeSkipped(t *testing.T) {
 	}
 }
 
-// fakeCluster starts a kfake cluster of n brokers, closed when the test ends.
-func fakeCluster(t *testing.T, n int) (*kfake.Cluster, kafkatest.Brokers) {
+// fakeCluster starts a kfake cluster of n brokers (with opts), closed when
+// the test ends.
+func fakeCluster(t *testing.T, n int, opts ...kfake.Opt) (*kfake.Cluster, kafkatest.Brokers) {
 	t.Helper()
-	c, err := kfake.NewCluster(kfake.NumBrokers(n))
+	c, err := kfake.NewCluster(append(opts, kfake.NumBrokers(n))...)
 	if err != nil {
 		t.Fatal(err)
 	}
