@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -57,6 +58,17 @@ func (k *KafkaClients) Hooks(name string) []kgo.Hook {
 type kafkaClient struct {
 	k   *KafkaClients
 	reg *prometheus.Registry
+	// buffered, if set, counts the client's buffered fetch records in
+	// place of kprom's gauge (ReportBufferedFetchRecords).
+	buffered atomic.Pointer[func() int64]
+}
+
+// ReportBufferedFetchRecords makes count the client's buffered fetch
+// records (<namespace>_buffered_fetch_records), for a client that sends its
+// own fetches: kprom asks franz-go's consumer, which such a client does not
+// use, and would say 0.
+func (c *kafkaClient) ReportBufferedFetchRecords(count func() int64) {
+	c.buffered.Store(&count)
 }
 
 var (
@@ -83,13 +95,14 @@ func (k *KafkaClients) Describe(chan<- *prometheus.Desc) {}
 // Collect gathers every open client's registry and re-emits its series.
 func (k *KafkaClients) Collect(ch chan<- prometheus.Metric) {
 	k.mu.Lock()
-	regs := make([]*prometheus.Registry, 0, len(k.open))
+	clients := make([]*kafkaClient, 0, len(k.open))
 	for c := range k.open {
-		regs = append(regs, c.reg)
+		clients = append(clients, c)
 	}
 	k.mu.Unlock()
-	for _, reg := range regs {
-		fams, err := reg.Gather()
+	buffered := k.namespace + "_buffered_fetch_records_total"
+	for _, c := range clients {
+		fams, err := c.reg.Gather()
 		if err != nil {
 			ch <- prometheus.NewInvalidMetric(prometheus.NewDesc(k.namespace+"_client_error", "A Kafka client's metrics could not be gathered.", nil, nil), err)
 		}
@@ -98,7 +111,12 @@ func (k *KafkaClients) Collect(ch chan<- prometheus.Metric) {
 			if f.GetType() == dto.MetricType_GAUGE {
 				name = strings.TrimSuffix(name, "_total")
 			}
+			count := c.buffered.Load()
 			for _, m := range f.GetMetric() {
+				if f.GetName() == buffered && count != nil && m.GetGauge() != nil {
+					v := float64((*count)())
+					m.Gauge.Value = &v
+				}
 				ch <- constMetric(name, f.GetHelp(), f.GetType(), m)
 			}
 		}

@@ -3,6 +3,7 @@ package metrics
 import (
 	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -70,6 +71,47 @@ func TestKafkaClientsExposeEachOpenClientOnce(t *testing.T) {
 	for name := range gather() {
 		if strings.HasPrefix(name, "test_kafka_") {
 			t.Errorf("%s is still exposed after every client closed", name)
+		}
+	}
+}
+
+// TestAClientThatReportsItsBufferedFetchRecordsIsExposedWithThem: a client
+// whose hooks are given a count of its buffered fetch records (the source's
+// clients, which send their own fetches) is exposed with that count; a
+// client without one keeps kprom's.
+func TestAClientThatReportsItsBufferedFetchRecordsIsExposedWithThem(t *testing.T) {
+	b := kafkatest.Fake(t)
+	k := NewKafkaClients("test_kafka")
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(k)
+	var count atomic.Int64
+	for _, name := range []string{"reports", "plain"} {
+		hooks := k.Hooks(name)
+		if name == "reports" {
+			for _, h := range hooks {
+				if r, ok := h.(interface{ ReportBufferedFetchRecords(func() int64) }); ok {
+					r.ReportBufferedFetchRecords(count.Load)
+				}
+			}
+		}
+		cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs...), kgo.WithHooks(hooks...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(cl.Close)
+	}
+	for _, want := range []int64{0, 42, 7} {
+		count.Store(want)
+		s, err := Gather(reg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]float64{}
+		for _, x := range s.Series("test_kafka_buffered_fetch_records") {
+			got[x.Labels["client"]] = x.Value
+		}
+		if len(got) != 2 || got["reports"] != float64(want) || got["plain"] != 0 {
+			t.Errorf("buffered fetch records by client %v, want reports=%d and plain=0", got, want)
 		}
 	}
 }

@@ -36,6 +36,19 @@ type fetcher struct {
 	byName  bool                     // cl sends Fetch v12 at most (fetchByName)
 	backoff time.Duration            // the wait before looking waiting partitions up (fetchFrom)
 	added   added                    // partitions Run added, for the fetching goroutine
+	// buffered is the records (offsets) of the responses its sessions
+	// fetched and Run has not taken yet: the client metrics' buffered
+	// fetch records (BufferedFetchReporter).
+	buffered atomic.Int64
+}
+
+// BufferedFetchReporter is a client hook that exposes a count of buffered
+// fetch records (internal/metrics'). franz-go's consumer counts the records
+// it decoded and nobody polled; the source's clients send their own
+// fetches, so a fetcher reports the records of the responses waiting for
+// Run instead.
+type BufferedFetchReporter interface {
+	ReportBufferedFetchRecords(func() int64)
 }
 
 // added are partitions Run gave a fetcher while it fetches: Run adds
@@ -137,6 +150,9 @@ func (f *fetchers) start(parts Offsets) error {
 	for _, h := range hooks {
 		if b, ok := h.(kgo.HookFetchBatchRead); ok {
 			fr.hooks = append(fr.hooks, b)
+		}
+		if b, ok := h.(BufferedFetchReporter); ok {
+			b.ReportBufferedFetchRecords(fr.buffered.Load)
 		}
 	}
 	f.all = append(f.all, fr)

@@ -422,13 +422,17 @@ func (s *session) run(ctx context.Context) {
 			continue
 		}
 		rf := &rawFetch{resp: resp, from: s.next.Clone(), ends: ends, broker: s.l.broker, hooks: s.fr.hooks}
+		held := rf.offsets()
+		s.fr.buffered.Add(held)
 		if h := testHookHandingOn.Load(); h != nil {
 			(*h)()
 		}
 		select {
 		case s.f.out <- fetched{raw: rf}:
+			s.fr.buffered.Add(-held)
 			s.next.Merge(ends)
 		case <-ctx.Done():
+			s.fr.buffered.Add(-held)
 			return
 		}
 	}

@@ -10,12 +10,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/connector-dev/connector/internal/kafkatest"
+	"github.com/connector-dev/connector/internal/metrics"
 	"github.com/connector-dev/connector/internal/syncbuf"
 )
 
@@ -219,4 +221,38 @@ func TestTheLookupsBackoffStartsAfreshAfterARoundThatRanWell(t *testing.T) {
 	if next := waits(t, logs)[len(grown)]; next != 100 {
 		t.Errorf("the first wait after a round that ran well for %v (the waits before: %v ms) is %d ms, want 100", time.Since(healthy), grown, next)
 	}
+}
+
+// TestTheClientMetricsCountTheRecordsWaitingForRun: a source client's
+// buffered fetch records (connector_kafka_buffered_fetch_records, which
+// kprom would take from franz-go's consumer and leave at 0) are the records
+// of the responses its sessions fetched and Run has not taken: all 100
+// while nobody takes them, none once they are taken.
+func TestTheClientMetricsCountTheRecordsWaitingForRun(t *testing.T) {
+	b := kafkatest.Fake(t)
+	topic := kafkatest.Topic(t, b, 1)
+	produce(t, b, topic, 1, 100)
+	k := metrics.NewKafkaClients("test_kafka")
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(k)
+	buffered := func() (float64, bool) {
+		t.Helper()
+		s, err := metrics.Gather(reg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, x := range s.Series("test_kafka_buffered_fetch_records") {
+			if x.Labels["client"] == "source-0" {
+				return x.Value, true
+			}
+		}
+		return 0, false
+	}
+	cfg := testConfig(b, topic).withDefaults()
+	cfg.Hooks = k.Hooks
+	ctx, f := fetchPartitionZero(t, cfg, topic)
+	waitFor(t, "100 buffered fetch records", func() bool { v, _ := buffered(); return v == 100 })
+	rec := collect(ctx, t, f)
+	waitFor(t, "the 100 records taken", func() bool { return rec.count() == 100 })
+	waitFor(t, "no buffered fetch records", func() bool { v, ok := buffered(); return ok && v == 0 })
 }

@@ -21,6 +21,19 @@ type rawFetch struct {
 	hooks  []kgo.HookFetchBatchRead
 }
 
+// offsets is how many offsets the fetch holds, over its partitions: its
+// records, and the control records and gaps among them.
+func (rf *rawFetch) offsets() int64 {
+	var n int64
+	for t, ps := range rf.ends {
+		for part, end := range ps {
+			from, _ := rf.from.Lookup(t, part)
+			n += end - from
+		}
+	}
+	return n
+}
+
 // decompressor decodes compressed batches for every reader; franz-go's is
 // safe for concurrent use.
 var decompressor = kgo.DefaultDecompressor()
