@@ -58,17 +58,21 @@ func (k *KafkaClients) Hooks(name string) []kgo.Hook {
 type kafkaClient struct {
 	k   *KafkaClients
 	reg *prometheus.Registry
-	// buffered, if set, counts the client's buffered fetch records in
-	// place of kprom's gauge (ReportBufferedFetchRecords).
-	buffered atomic.Pointer[func() int64]
+	// buffered, if set, counts the client's buffered fetch records and
+	// bytes in place of kprom's gauges (ReportBufferedFetch), by the
+	// gauges' kprom names.
+	buffered atomic.Pointer[map[string]func() int64]
 }
 
-// ReportBufferedFetchRecords makes count the client's buffered fetch
-// records (<namespace>_buffered_fetch_records), for a client that sends its
-// own fetches: kprom asks franz-go's consumer, which such a client does not
-// use, and would say 0.
-func (c *kafkaClient) ReportBufferedFetchRecords(count func() int64) {
-	c.buffered.Store(&count)
+// ReportBufferedFetch makes records and bytes the client's buffered fetch
+// records and bytes (<namespace>_buffered_fetch_records and _bytes), for a
+// client that sends its own fetches: kprom asks franz-go's consumer, which
+// such a client does not use, and would say 0.
+func (c *kafkaClient) ReportBufferedFetch(records, bytes func() int64) {
+	c.buffered.Store(&map[string]func() int64{
+		c.k.namespace + "_buffered_fetch_records_total": records,
+		c.k.namespace + "_buffered_fetch_bytes":         bytes,
+	})
 }
 
 var (
@@ -100,8 +104,11 @@ func (k *KafkaClients) Collect(ch chan<- prometheus.Metric) {
 		clients = append(clients, c)
 	}
 	k.mu.Unlock()
-	buffered := k.namespace + "_buffered_fetch_records_total"
 	for _, c := range clients {
+		var reported map[string]func() int64
+		if p := c.buffered.Load(); p != nil {
+			reported = *p
+		}
 		fams, err := c.reg.Gather()
 		if err != nil {
 			ch <- prometheus.NewInvalidMetric(prometheus.NewDesc(k.namespace+"_client_error", "A Kafka client's metrics could not be gathered.", nil, nil), err)
@@ -111,10 +118,10 @@ func (k *KafkaClients) Collect(ch chan<- prometheus.Metric) {
 			if f.GetType() == dto.MetricType_GAUGE {
 				name = strings.TrimSuffix(name, "_total")
 			}
-			count := c.buffered.Load()
+			count := reported[f.GetName()]
 			for _, m := range f.GetMetric() {
-				if f.GetName() == buffered && count != nil && m.GetGauge() != nil {
-					v := float64((*count)())
+				if count != nil && m.GetGauge() != nil {
+					v := float64(count())
 					m.Gauge.Value = &v
 				}
 				ch <- constMetric(name, f.GetHelp(), f.GetType(), m)

@@ -75,22 +75,24 @@ func TestKafkaClientsExposeEachOpenClientOnce(t *testing.T) {
 	}
 }
 
-// TestAClientThatReportsItsBufferedFetchRecordsIsExposedWithThem: a client
-// whose hooks are given a count of its buffered fetch records (the source's
-// clients, which send their own fetches) is exposed with that count; a
-// client without one keeps kprom's.
-func TestAClientThatReportsItsBufferedFetchRecordsIsExposedWithThem(t *testing.T) {
+// TestAClientThatReportsWhatItsFetchesBufferIsExposedWithIt: a client whose
+// hooks are given counts of its buffered fetch records and bytes (the
+// source's clients, which send their own fetches) is exposed with those
+// counts; a client without them keeps kprom's.
+func TestAClientThatReportsWhatItsFetchesBufferIsExposedWithIt(t *testing.T) {
 	b := kafkatest.Fake(t)
 	k := NewKafkaClients("test_kafka")
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(k)
-	var count atomic.Int64
+	var records, bytes atomic.Int64
 	for _, name := range []string{"reports", "plain"} {
 		hooks := k.Hooks(name)
 		if name == "reports" {
 			for _, h := range hooks {
-				if r, ok := h.(interface{ ReportBufferedFetchRecords(func() int64) }); ok {
-					r.ReportBufferedFetchRecords(count.Load)
+				if r, ok := h.(interface {
+					ReportBufferedFetch(records, bytes func() int64)
+				}); ok {
+					r.ReportBufferedFetch(records.Load, bytes.Load)
 				}
 			}
 		}
@@ -101,17 +103,20 @@ func TestAClientThatReportsItsBufferedFetchRecordsIsExposedWithThem(t *testing.T
 		t.Cleanup(cl.Close)
 	}
 	for _, want := range []int64{0, 42, 7} {
-		count.Store(want)
+		records.Store(want)
+		bytes.Store(1000 * want)
 		s, err := Gather(reg)
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := map[string]float64{}
-		for _, x := range s.Series("test_kafka_buffered_fetch_records") {
-			got[x.Labels["client"]] = x.Value
-		}
-		if len(got) != 2 || got["reports"] != float64(want) || got["plain"] != 0 {
-			t.Errorf("buffered fetch records by client %v, want reports=%d and plain=0", got, want)
+		for name, want := range map[string]int64{"test_kafka_buffered_fetch_records": want, "test_kafka_buffered_fetch_bytes": 1000 * want} {
+			got := map[string]float64{}
+			for _, x := range s.Series(name) {
+				got[x.Labels["client"]] = x.Value
+			}
+			if len(got) != 2 || got["reports"] != float64(want) || got["plain"] != 0 {
+				t.Errorf("%s by client %v, want reports=%d and plain=0", name, got, want)
+			}
 		}
 	}
 }

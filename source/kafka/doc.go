@@ -52,6 +52,6 @@
 // watermarks at Open and every DiscoverInterval (lag.go); every client the
 // source makes gets the hooks of Options.Hooks (the runtime's franz-go
 // client metrics); a fetcher feeds their fetch hooks for each batch it
-// decodes, and gives a hook that is a BufferedFetchReporter the count of
-// the records its responses hold until Run takes them.
+// decodes, and gives a hook that is a BufferedFetchReporter the counts of
+// the records and bytes its responses hold until Run takes them.
 package kafka

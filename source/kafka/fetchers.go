@@ -36,19 +36,34 @@ type fetcher struct {
 	byName  bool                     // cl sends Fetch v12 at most (fetchByName)
 	backoff time.Duration            // the wait before looking waiting partitions up (fetchFrom)
 	added   added                    // partitions Run added, for the fetching goroutine
-	// buffered is the records (offsets) of the responses its sessions
-	// fetched and Run has not taken yet: the client metrics' buffered
-	// fetch records (BufferedFetchReporter).
-	buffered atomic.Int64
+	// bufferedRecords and bufferedBytes are the records (offsets) and the
+	// batches' bytes of the responses its sessions fetched and Run has not
+	// taken yet: the client metrics' buffered fetch records and bytes
+	// (BufferedFetchReporter).
+	bufferedRecords, bufferedBytes atomic.Int64
 }
 
-// BufferedFetchReporter is a client hook that exposes a count of buffered
-// fetch records (internal/metrics'). franz-go's consumer counts the records
-// it decoded and nobody polled; the source's clients send their own
-// fetches, so a fetcher reports the records of the responses waiting for
-// Run instead.
+// BufferedFetchReporter is a client hook that exposes counts of buffered
+// fetch records and bytes (internal/metrics'). franz-go's consumer counts
+// what it decoded and nobody polled; the source's clients send their own
+// fetches, so a fetcher reports what the responses waiting for Run hold
+// instead.
 type BufferedFetchReporter interface {
-	ReportBufferedFetchRecords(func() int64)
+	ReportBufferedFetch(records, bytes func() int64)
+}
+
+// useHooks makes hooks those the fetcher feeds: the fetch batch hooks of
+// its client, and the reporters of what it buffers.
+func (fr *fetcher) useHooks(hooks []kgo.Hook) {
+	fr.hooks = nil
+	for _, h := range hooks {
+		if b, ok := h.(kgo.HookFetchBatchRead); ok {
+			fr.hooks = append(fr.hooks, b)
+		}
+		if b, ok := h.(BufferedFetchReporter); ok {
+			b.ReportBufferedFetch(fr.bufferedRecords.Load, fr.bufferedBytes.Load)
+		}
+	}
 }
 
 // added are partitions Run gave a fetcher while it fetches: Run adds
@@ -147,14 +162,7 @@ func (f *fetchers) start(parts Offsets) error {
 	}
 	fr := &fetcher{cl: cl, name: name, parts: parts.Len()}
 	fr.added.ready = make(chan struct{}, 1)
-	for _, h := range hooks {
-		if b, ok := h.(kgo.HookFetchBatchRead); ok {
-			fr.hooks = append(fr.hooks, b)
-		}
-		if b, ok := h.(BufferedFetchReporter); ok {
-			b.ReportBufferedFetchRecords(fr.buffered.Load)
-		}
-	}
+	fr.useHooks(hooks)
 	f.all = append(f.all, fr)
 	f.polls.Add(1)
 	go func() {
@@ -251,4 +259,10 @@ func splitOffsets(o Offsets, n int) []Offsets {
 		out[i%n].Set(id.topic, id.partition, o[id.topic][id.partition])
 	}
 	return out
+}
+
+// buffer counts records and bytes more (fewer, if negative) as buffered.
+func (fr *fetcher) buffer(records, bytes int64) {
+	fr.bufferedRecords.Add(records)
+	fr.bufferedBytes.Add(bytes)
 }

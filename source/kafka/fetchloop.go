@@ -128,8 +128,9 @@ func (fr *fetcher) run(ctx context.Context, f *fetchers, start Offsets) {
 // requests of version 12 at most, which name topics rather than give their
 // IDs: a broker whose metadata has no topic IDs (a new Kafka on an
 // inter-broker protocol before 2.8) would answer UNKNOWN_TOPIC_ID to the
-// newer ones, which franz-go's consumer avoids the same way. The new
-// client goes without the metrics hooks (they serve one client each).
+// newer ones, which franz-go's consumer avoids the same way. The old
+// client closes before the new one opens, with hooks of its own under the
+// same name (a client's metrics serve that client only).
 func (fr *fetcher) fetchByName(ctx context.Context, f *fetchers) error {
 	// A cluster before Kafka 2.8 has no topic IDs and no Fetch v13 either.
 	api, err := kmsg.NewPtrApiVersionsRequest().RequestWith(ctx, fr.cl)
@@ -144,13 +145,18 @@ func (fr *fetcher) fetchByName(ctx context.Context, f *fetchers) error {
 	}
 	versions := kversion.Stable()
 	versions.SetMaxKeyVersion(kmsg.Fetch.Int16(), 12)
-	cl, err := kgo.NewClient(append(f.cfg.clientOptsWith(nil), kgo.MaxVersions(versions))...)
+	var hooks []kgo.Hook
+	if f.cfg.Hooks != nil {
+		hooks = f.cfg.Hooks(fr.name)
+	}
+	fr.cl.Close()
+	cl, err := kgo.NewClient(append(f.cfg.clientOptsWith(hooks), kgo.MaxVersions(versions))...)
 	if err != nil {
 		return fmt.Errorf("reader %d: client: %w", f.reader, err)
 	}
-	fr.cl.Close()
-	fr.cl, fr.hooks = cl, nil
-	f.log.Warn().Str("client", fr.name).Msg("the cluster's metadata has no topic IDs: fetching by topic name (Fetch v12); this client's metrics are not exported")
+	fr.cl = cl
+	fr.useHooks(hooks)
+	f.log.Warn().Str("client", fr.name).Msg("the cluster's metadata has no topic IDs: fetching by topic name (Fetch v12)")
 	return nil
 }
 
@@ -422,17 +428,17 @@ func (s *session) run(ctx context.Context) {
 			continue
 		}
 		rf := &rawFetch{resp: resp, from: s.next.Clone(), ends: ends, broker: s.l.broker, hooks: s.fr.hooks}
-		held := rf.offsets()
-		s.fr.buffered.Add(held)
+		records, bytes := rf.size()
+		s.fr.buffer(records, bytes)
 		if h := testHookHandingOn.Load(); h != nil {
 			(*h)()
 		}
 		select {
 		case s.f.out <- fetched{raw: rf}:
-			s.fr.buffered.Add(-held)
+			s.fr.buffer(-records, -bytes)
 			s.next.Merge(ends)
 		case <-ctx.Done():
-			s.fr.buffered.Add(-held)
+			s.fr.buffer(-records, -bytes)
 			return
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
 
@@ -22,16 +23,20 @@ import (
 )
 
 // readAllOnce reads topic's partitions (n records in each) with one
-// reader logging to logs, and checks that each record comes once and in
-// order.
-func readAllOnce(t *testing.T, b kafkatest.Brokers, topic string, partitions int32, n int64, logs *syncbuf.Buffer) {
+// reader logging to logs (its clients with hooks, if not nil), calls
+// running (if not nil) before it stops the reader, and checks that each
+// record comes once and in order.
+func readAllOnce(t *testing.T, b kafkatest.Brokers, topic string, partitions int32, n int64, logs *syncbuf.Buffer, hooks func(string) []kgo.Hook, running func()) {
 	t.Helper()
 	cfg := testConfig(b, topic)
-	cfg.Readers = 1
+	cfg.Readers, cfg.Hooks = 1, hooks
 	s := openSourceLogging(t, cfg, zerolog.New(logs))
 	rec, stop := runReader(t, s.readers[0])
 	total := int(partitions) * int(n)
 	waitFor(t, "every record", func() bool { return rec.count() == total })
+	if running != nil {
+		running()
+	}
 	stop()
 	want := map[partitionID]int64{}
 	for p := range partitions {
@@ -59,7 +64,7 @@ func TestAClusterBeforeTopicIDsIsFetchedByName(t *testing.T) {
 		return nil, nil, false
 	})
 	logs := &syncbuf.Buffer{}
-	readAllOnce(t, b, topic, 2, 100, logs)
+	readAllOnce(t, b, topic, 2, 100, logs, nil, nil)
 	mu.Lock()
 	defer mu.Unlock()
 	for v := range versions {
@@ -108,7 +113,12 @@ func TestAClusterWithoutTopicIDsIsFetchedByNameOnANewerFetch(t *testing.T) {
 		return nil, nil, false
 	})
 	logs := &syncbuf.Buffer{}
-	readAllOnce(t, b, topic, 2, 100, logs)
+	m := newClientMetrics(t)
+	readAllOnce(t, b, topic, 2, 100, logs, m.k.Hooks, func() {
+		if _, ok := m.value("buffered_fetch_records", "source-0"); !ok {
+			t.Error("the client that replaced the fetcher's has no metrics")
+		}
+	})
 	if logs.Count("fetching by topic name (Fetch v12)") == 0 {
 		t.Errorf("the fetcher did not replace its client; log:\n%s", logs.String())
 	}
@@ -223,36 +233,57 @@ func TestTheLookupsBackoffStartsAfreshAfterARoundThatRanWell(t *testing.T) {
 	}
 }
 
+// clientMetrics collects the client metrics of the clients whose hooks
+// it gives (internal/metrics, as the runtime does), named test_kafka_*.
+type clientMetrics struct {
+	t   *testing.T
+	k   *metrics.KafkaClients
+	reg *prometheus.Registry
+}
+
+func newClientMetrics(t *testing.T) *clientMetrics {
+	m := &clientMetrics{t: t, k: metrics.NewKafkaClients("test_kafka"), reg: prometheus.NewRegistry()}
+	m.reg.MustRegister(m.k)
+	return m
+}
+
+// value is series test_kafka_<name> of client, if it has one.
+func (m *clientMetrics) value(name, client string) (float64, bool) {
+	m.t.Helper()
+	s, err := metrics.Gather(m.reg)
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	for _, x := range s.Series("test_kafka_" + name) {
+		if x.Labels["client"] == client {
+			return x.Value, true
+		}
+	}
+	return 0, false
+}
+
 // TestTheClientMetricsCountTheRecordsWaitingForRun: a source client's
-// buffered fetch records (connector_kafka_buffered_fetch_records, which
-// kprom would take from franz-go's consumer and leave at 0) are the records
-// of the responses its sessions fetched and Run has not taken: all 100
-// while nobody takes them, none once they are taken.
+// buffered fetch records and bytes (connector_kafka_buffered_fetch_*, which
+// kprom would take from franz-go's consumer and leave at 0) are what the
+// responses its sessions fetched and Run has not taken hold: all 100
+// records while nobody takes them, none once they are taken.
 func TestTheClientMetricsCountTheRecordsWaitingForRun(t *testing.T) {
 	b := kafkatest.Fake(t)
 	topic := kafkatest.Topic(t, b, 1)
 	produce(t, b, topic, 1, 100)
-	k := metrics.NewKafkaClients("test_kafka")
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(k)
-	buffered := func() (float64, bool) {
-		t.Helper()
-		s, err := metrics.Gather(reg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, x := range s.Series("test_kafka_buffered_fetch_records") {
-			if x.Labels["client"] == "source-0" {
-				return x.Value, true
-			}
-		}
-		return 0, false
-	}
+	m := newClientMetrics(t)
 	cfg := testConfig(b, topic).withDefaults()
-	cfg.Hooks = k.Hooks
+	cfg.Hooks = m.k.Hooks
 	ctx, f := fetchPartitionZero(t, cfg, topic)
-	waitFor(t, "100 buffered fetch records", func() bool { v, _ := buffered(); return v == 100 })
+	waitFor(t, "100 buffered fetch records", func() bool { v, _ := m.value("buffered_fetch_records", "source-0"); return v == 100 })
+	if v, _ := m.value("buffered_fetch_bytes", "source-0"); v < 61 {
+		t.Errorf("%v buffered fetch bytes for 100 records, want their batches' bytes (61 of header each)", v)
+	}
 	rec := collect(ctx, t, f)
 	waitFor(t, "the 100 records taken", func() bool { return rec.count() == 100 })
-	waitFor(t, "no buffered fetch records", func() bool { v, ok := buffered(); return ok && v == 0 })
+	waitFor(t, "no buffered fetch records", func() bool {
+		r, ok := m.value("buffered_fetch_records", "source-0")
+		b, _ := m.value("buffered_fetch_bytes", "source-0")
+		return ok && r == 0 && b == 0
+	})
 }

@@ -21,17 +21,22 @@ type rawFetch struct {
 	hooks  []kgo.HookFetchBatchRead
 }
 
-// offsets is how many offsets the fetch holds, over its partitions: its
-// records, and the control records and gaps among them.
-func (rf *rawFetch) offsets() int64 {
-	var n int64
-	for t, ps := range rf.ends {
-		for part, end := range ps {
-			from, _ := rf.from.Lookup(t, part)
-			n += end - from
+// size is how many offsets the fetch holds over the partitions it moves
+// on (its records, and the control records and gaps among them), and the
+// bytes of their batches.
+func (rf *rawFetch) size() (offsets, bytes int64) {
+	for _, rt := range rf.resp.Topics {
+		for i := range rt.Partitions {
+			rp := &rt.Partitions[i]
+			end, moved := rf.ends.Lookup(rt.Topic, rp.Partition)
+			from, asked := rf.from.Lookup(rt.Topic, rp.Partition)
+			if moved && asked {
+				offsets += end - from
+				bytes += int64(len(rp.RecordBatches))
+			}
 		}
 	}
-	return n
+	return offsets, bytes
 }
 
 // decompressor decodes compressed batches for every reader; franz-go's is
