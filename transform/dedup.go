@@ -525,7 +525,7 @@ func (t *Dedup) expireStale() error {
 		if err := t.kv.Expire(t.bucketPrefix(nil, b), t.bucketPrefix(nil, b+1)); err != nil {
 			return err
 		}
-		delete(t.index.sets, b)
+		t.index.drop(b)
 	}
 	return nil
 }

@@ -258,8 +258,9 @@ func TestBucketIndexPastItsCapWritesByValue(t *testing.T) {
 }
 
 // A bucket's tables (and its filter) are off the Go heap (internal/offheap)
-// and go back to the system once the bucket expires, as does the table a
-// growth replaced once its values moved.
+// and go back to the system as the bucket expires, as does the table a
+// growth replaced once its values moved: at once, not after a collection
+// (mappedNow).
 func TestExpiredBucketsReturnTheirTables(t *testing.T) {
 	defer func(n int) { indexCap = n }(indexCap)
 	indexCap = 40_000 // the last values of a bucket go by value, behind a filter
@@ -283,9 +284,9 @@ func TestExpiredBucketsReturnTheirTables(t *testing.T) {
 			t.Fatalf("bucket %d's table has %d slots, want 53,334", b, got)
 		}
 	}
-	waitMapped(t, base+3*perBucket)
+	mappedNow(t, base+3*perBucket)
 	x.expire(2)
-	waitMapped(t, base+perBucket)
+	mappedNow(t, base+perBucket)
 	// The bucket kept has its tables: every value is still found.
 	kept := x.sets[2]
 	for i := range uint64(40_000) {
@@ -295,8 +296,17 @@ func TestExpiredBucketsReturnTheirTables(t *testing.T) {
 		}
 	}
 	x.reset()
-	waitMapped(t, base)
+	mappedNow(t, base)
 	runtime.KeepAlive(x)
+}
+
+// mappedNow checks that want bytes of tables are mapped, with no
+// collection in between to unmap what became unreachable.
+func mappedNow(t *testing.T, want int64) {
+	t.Helper()
+	if got := offheap.Mapped(); got != want {
+		t.Fatalf("%d bytes mapped, want %d", got, want)
+	}
 }
 
 // waitMapped collects garbage until internal/offheap has want bytes mapped

@@ -161,6 +161,7 @@ func (t *Dedup) expireOld(prune bool) error {
 			if err := t.kv.Expire(g.span.lo, g.span.hi); err != nil {
 				return err
 			}
+			g.reset() // its tables go now
 			t.old = slices.Delete(t.old, i, i+1)
 			continue
 		}
@@ -174,7 +175,7 @@ func (t *Dedup) expireOld(prune bool) error {
 			if err := t.kv.Expire(g.span.bucketPrefix(nil, c), g.span.bucketPrefix(nil, c+1)); err != nil {
 				return err
 			}
-			delete(g.sets, c)
+			g.drop(c)
 		}
 		i++
 	}

@@ -13,7 +13,10 @@
 // owner keeps the *Words beside the slice it uses and drops both together,
 // and never uses the slice after. Where the slice is read after the
 // owner's last use in a function (a method of the slice called last), the
-// owner needs a runtime.KeepAlive after the read.
+// owner needs a runtime.KeepAlive after the read. An owner that knows the
+// table is no longer read gives it back at once with Free: a job whose
+// heap grows slowly collects seldom, and its dropped tables stayed mapped
+// until it did.
 //
 // Tables of 4 MiB and more ask for huge pages (Linux): in 4 KiB pages,
 // every new table faulted its pages in one by one, which the Go heap's

@@ -6,9 +6,12 @@ import (
 )
 
 // Words is a zeroed table of uint64s. W is valid while the *Words is
-// reachable; the memory goes once it is not (see the package doc).
+// reachable and not freed; the memory goes once it is not (see the
+// package doc).
 type Words struct {
-	W []uint64
+	W       []uint64
+	mem     []byte          // the mapping; nil for a table on the heap
+	cleanup runtime.Cleanup // unmaps mem once the *Words is unreachable
 }
 
 // minMapped is the smallest table that is mapped rather than made: below
@@ -31,10 +34,22 @@ func New(n int) *Words {
 	if err != nil {
 		return &Words{W: make([]uint64, n)}
 	}
-	t := &Words{W: w}
+	t := &Words{W: w, mem: mem}
 	mapped.Add(int64(len(mem)))
-	runtime.AddCleanup(t, unmap, mem)
+	t.cleanup = runtime.AddCleanup(t, unmap, mem)
 	return t
+}
+
+// Free gives the table's memory back now rather than after a collection
+// finds it unreachable: for an owner that knows it and every slice of it
+// are no longer used (W is nil after). A nil *Words is a no-op.
+func (t *Words) Free() {
+	if t == nil || t.mem == nil {
+		return
+	}
+	t.cleanup.Stop()
+	unmap(t.mem)
+	t.W, t.mem = nil, nil
 }
 
 func unmap(mem []byte) {

@@ -39,3 +39,44 @@ func TestATableIsUnmappedOnceUnreachable(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// A table freed is unmapped at once, and a collection after does not
+// unmap it again; freeing a small table, or nil, does nothing.
+func TestAFreedTableIsUnmappedAtOnce(t *testing.T) {
+	before := Mapped()
+	const n = 1 << 20
+	big := New(n)
+	big.W[n-1] = 1
+	big.Free()
+	if got := Mapped() - before; got != 0 || big.W != nil {
+		t.Fatalf("after Free: %d bytes mapped, W of %d words; want none", got, len(big.W))
+	}
+	big.Free() // twice: nothing more
+	// Another table mapped meanwhile must stay counted through the
+	// collections that find the freed one unreachable.
+	other := New(n)
+	// A canary unreachable from the same collection on: once its cleanup
+	// ran, so had (in every run seen) big's, which the same collection
+	// queued. Without Free's Stop, big's unmapped again and took its
+	// bytes off the count a second time (5 runs of 5).
+	ran := make(chan struct{})
+	canary := new([64]byte)
+	runtime.AddCleanup(canary, func(ch chan struct{}) { close(ch) }, ran)
+	big, canary = nil, nil
+	runtime.GC()
+	runtime.GC()
+	select {
+	case <-ran:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no cleanup ran 10 s after two collections")
+	}
+	if got := Mapped() - before; got != n*8 {
+		t.Fatalf("%d bytes mapped with one table of %d words left, want %d", got, n, n*8)
+	}
+	other.W[n-1] = 1 // still mapped and writable
+	other.Free()     // nothing left mapped for the tests after
+	small := New(8)
+	small.Free()
+	var none *Words
+	none.Free()
+}
