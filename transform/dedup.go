@@ -538,6 +538,9 @@ func (t *Dedup) expireStale() error {
 // are read until two TTLs after the newest of them; with none, never.
 func (t *Dedup) load(now int64) error {
 	t.index.reset()
+	for _, g := range t.old {
+		g.free()
+	}
 	t.old = nil
 	t.maxSeen, t.expiredTo = now, math.MinInt64
 	plain := plainSpan(t.ns)

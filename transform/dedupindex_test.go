@@ -399,3 +399,24 @@ func TestATableOfAnySizeFindsEveryValueWhileItGrows(t *testing.T) {
 		})
 	}
 }
+
+// An earlier generation's tables and filter go back to the system as it is
+// dropped, at once.
+func TestADroppedGenerationReturnsItsTablesAndFilter(t *testing.T) {
+	const base = 0
+	waitMapped(t, base) // earlier tests' indexes are garbage
+	g := newOldGeneration(maphash.MakeSeed(), keySpan{}, 1000)
+	s := g.open(0)
+	for i := range uint64(60_000) { // a filter of 75 KB: mapped
+		h := maphash.Comparable(g.seed, i)
+		s.add(h, 0)
+		g.loaded(0, uint32(h>>32))
+	}
+	g.seal()
+	if offheap.Mapped() == base || g.filterMem == nil || len(g.filterMem.W)*8 < 64<<10 {
+		t.Fatalf("%d bytes mapped for a generation of 60,000 values, filter %v: want its table and filter mapped", offheap.Mapped(), g.filterMem != nil)
+	}
+	g.free()
+	mappedNow(t, base)
+	runtime.KeepAlive(g)
+}

@@ -87,6 +87,14 @@ func newOldGeneration(seed maphash.Seed, span keySpan, width int64) *oldGenerati
 	return g
 }
 
+// free gives g's tables and filter back at once (bucketIndex.free), as g
+// is dropped.
+func (g *oldGeneration) free() {
+	g.reset()
+	g.filterMem.Free()
+	g.filter, g.filterMem = nil, nil
+}
+
 // loaded counts an entry of g, first seen at first, of fingerprint fp.
 func (g *oldGeneration) loaded(first int64, fp uint32) {
 	g.newest = max(g.newest, first)
@@ -161,7 +169,7 @@ func (t *Dedup) expireOld(prune bool) error {
 			if err := t.kv.Expire(g.span.lo, g.span.hi); err != nil {
 				return err
 			}
-			g.reset() // its tables go now
+			g.free()
 			t.old = slices.Delete(t.old, i, i+1)
 			continue
 		}

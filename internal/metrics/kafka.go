@@ -27,7 +27,9 @@ import (
 // kprom names two gauges with a _total suffix, which Prometheus' naming
 // rules (promtool check metrics) keep for counters; they are exposed
 // without it: <namespace>_buffered_fetch_records and
-// <namespace>_buffered_produce_records.
+// <namespace>_buffered_produce_records. A client that sends its own
+// fetches gives its hooks its own counts of buffered fetch records and
+// bytes (ReportBufferedFetch), which replace kprom's.
 type KafkaClients struct {
 	namespace string
 

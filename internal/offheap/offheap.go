@@ -42,7 +42,8 @@ func New(n int) *Words {
 
 // Free gives the table's memory back now rather than after a collection
 // finds it unreachable: for an owner that knows it and every slice of it
-// are no longer used (W is nil after). A nil *Words is a no-op.
+// are no longer used. A mapped table's W is nil after; a table on the Go
+// heap (a small one) and a nil *Words are left as they are.
 func (t *Words) Free() {
 	if t == nil || t.mem == nil {
 		return

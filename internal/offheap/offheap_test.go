@@ -56,9 +56,11 @@ func TestAFreedTableIsUnmappedAtOnce(t *testing.T) {
 	// collections that find the freed one unreachable.
 	other := New(n)
 	// A canary unreachable from the same collection on: once its cleanup
-	// ran, so had (in every run seen) big's, which the same collection
-	// queued. Without Free's Stop, big's unmapped again and took its
-	// bytes off the count a second time (5 runs of 5).
+	// ran, big's, which the same collection queued, has mostly run too
+	// (cleanups may run concurrently, so this check can miss a cleanup
+	// that runs late, never fail one that does not run). Without Free's
+	// Stop, big's unmapped again and took its bytes off the count a
+	// second time (5 runs of 5).
 	ran := make(chan struct{})
 	canary := new([64]byte)
 	runtime.AddCleanup(canary, func(ch chan struct{}) { close(ch) }, ran)

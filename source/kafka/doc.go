@@ -51,7 +51,8 @@
 // reader's next offset, from the readers' fetches and a listing of the
 // watermarks at Open and every DiscoverInterval (lag.go); every client the
 // source makes gets the hooks of Options.Hooks (the runtime's franz-go
-// client metrics); a fetcher feeds their fetch hooks for each batch it
-// decodes, and gives a hook that is a BufferedFetchReporter the counts of
-// the records and bytes its responses hold until Run takes them.
+// client metrics); Run feeds the fetch hooks of the client that fetched a
+// response for each batch it decodes, and a fetcher gives a hook that is a
+// BufferedFetchReporter the counts of the records and bytes its responses
+// hold until Run takes them.
 package kafka

@@ -63,8 +63,12 @@ func retriable(err error) bool {
 		return ke.Retriable
 	}
 	var changed *topicChanged
-	return !errors.As(err, &changed) && !errors.Is(err, errDamaged)
+	return !errors.As(err, &changed) && !errors.Is(err, errDamaged) && !errors.Is(err, errNoClient)
 }
+
+// errNoClient: a fetcher closed its client to replace it (fetchByName) and
+// could not make the new one; it has none to fetch with, and Run restarts.
+var errNoClient = errors.New("no client to fetch with")
 
 // topicChanged is a topic found under another ID than the reader's.
 type topicChanged struct {
@@ -152,7 +156,7 @@ func (fr *fetcher) fetchByName(ctx context.Context, f *fetchers) error {
 	fr.cl.Close()
 	cl, err := kgo.NewClient(append(f.cfg.clientOptsWith(hooks), kgo.MaxVersions(versions))...)
 	if err != nil {
-		return fmt.Errorf("reader %d: client: %w", f.reader, err)
+		return fmt.Errorf("reader %d: a client that fetches by topic name: %w: %w", f.reader, errNoClient, err)
 	}
 	fr.cl = cl
 	fr.useHooks(hooks)
