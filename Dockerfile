@@ -18,7 +18,12 @@ COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
 ARG VERSION=dev
-RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" -o /connector ./cmd/connector
+# With cgo, linked statically (the runtime base has no C library): Pebble's
+# memtables and block cache then live in C memory, outside the Go heap that
+# the collector lets grow to twice what is live (without cgo the dedup of
+# bench/ peaked 10-14 MiB higher); netgo and osusergo keep the resolver and
+# user lookups in Go, which a static C library cannot serve.
+RUN CGO_ENABLED=1 go build -trimpath -tags netgo,osusergo -ldflags "-s -w -linkmode external -extldflags -static -X main.version=${VERSION}" -o /connector ./cmd/connector
 RUN mkdir -p /data && chown 65532:65532 /data
 
 FROM ${RUNTIME_BASE}

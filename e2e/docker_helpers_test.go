@@ -169,7 +169,7 @@ var (
 	buildStageFrom   = regexp.MustCompile(`(?i)^FROM\s+\S+\s+AS\s+build\s*$`)
 	runtimeStageFrom = "FROM ${RUNTIME_BASE}"
 	// The build stage's go build, run here as written but for its output.
-	goBuildLine = regexp.MustCompile(`(?m)^RUN (CGO_ENABLED=0 go build .+) -o /connector (\./cmd/connector)$`)
+	goBuildLine = regexp.MustCompile(`(?m)^RUN (CGO_ENABLED=[01] go build .+) -o /connector (\./cmd/connector)$`)
 )
 
 // buildRuntimeImage builds the image name (see the top of this file) with
