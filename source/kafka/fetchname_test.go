@@ -3,7 +3,6 @@ package kafka
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -60,17 +59,26 @@ func TestAClusterBeforeTopicIDsIsFetchedByName(t *testing.T) {
 	}
 }
 
+// clusterWithoutTopicIDs starts a one-broker kfake cluster whose metadata
+// has no topic IDs (Metadata v9 at most) but that speaks Fetch v13, with a
+// topic of partitions holding n records in all.
+func clusterWithoutTopicIDs(t *testing.T, partitions, n int) (*kfake.Cluster, kafkatest.Brokers, string) {
+	t.Helper()
+	versions := kversion.Stable()
+	versions.SetMaxKeyVersion(kmsg.Metadata.Int16(), 9) // the last without topic IDs
+	c, b := fakeCluster(t, 1, kfake.MaxVersions(versions))
+	topic := kafkatest.Topic(t, b, int32(partitions))
+	produce(t, b, topic, partitions, n)
+	return c, b, topic
+}
+
 // TestAClusterWithoutTopicIDsIsFetchedByNameOnANewerFetch: a broker whose
 // metadata has no topic IDs but that speaks Fetch v13 (a new Kafka on an
 // inter-broker protocol before 2.8) would answer UNKNOWN_TOPIC_ID to a
 // Fetch that gives the topic by ID: the fetcher's client is replaced by one
 // that sends Fetch v12 at most, and every record is read once.
 func TestAClusterWithoutTopicIDsIsFetchedByNameOnANewerFetch(t *testing.T) {
-	versions := kversion.Stable()
-	versions.SetMaxKeyVersion(kmsg.Metadata.Int16(), 9) // the last without topic IDs
-	c, b := fakeCluster(t, 1, kfake.MaxVersions(versions))
-	topic := kafkatest.Topic(t, b, 2)
-	produce(t, b, topic, 2, 200)
+	c, b, topic := clusterWithoutTopicIDs(t, 2, 200)
 	var (
 		mu      sync.Mutex
 		byID    int
@@ -313,12 +321,31 @@ func TestAResponseDroppedIsNoLongerCountedAsBuffered(t *testing.T) {
 	}
 }
 
-// A fetcher that closed its client to replace it and could not make the
-// new one has nothing to retry with: its error goes to Run, which restarts
-// the job, rather than a lookup retried on a closed client.
-func TestAFetcherLeftWithoutAClientIsNotRetried(t *testing.T) {
-	err := fmt.Errorf("reader 0: a client that fetches by topic name: %w: %w", errNoClient, errors.New("bad option"))
-	if retriable(err) {
-		t.Errorf("%v is retried", err)
+// TestAFetcherThatCannotReplaceItsClientStopsTheReader: on a cluster
+// without topic IDs that speaks Fetch v13, a fetcher whose new client
+// cannot be made (here: a hook franz-go refuses) has closed the old one;
+// Run returns the error (the job restarts) rather than the fetcher
+// retrying on a closed client.
+func TestAFetcherThatCannotReplaceItsClientStopsTheReader(t *testing.T) {
+	_, b, topic := clusterWithoutTopicIDs(t, 1, 10)
+	cfg := testConfig(b, topic)
+	cfg.Readers = 1
+	var clients atomic.Int64
+	cfg.Hooks = func(name string) []kgo.Hook {
+		if name == "source-0" && clients.Add(1) > 1 {
+			return []kgo.Hook{struct{}{}} // implements no hook: NewClient fails
+		}
+		return nil
+	}
+	s := openSource(t, cfg)
+	_, done, cancel := startReader(s.readers[0])
+	defer cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, errNoClient) {
+			t.Fatalf("Run: %v, want the fetcher's error of no client", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the reader still runs 20 s after its fetcher closed its client and could not make another")
 	}
 }
