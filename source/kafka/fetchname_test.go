@@ -236,33 +236,37 @@ func newClientMetrics(t *testing.T) *clientMetrics {
 	return m
 }
 
-// sum is the sum of client's series of test_kafka_<name>.
-func (m *clientMetrics) sum(name, client string) float64 {
+// series returns client's series of test_kafka_<name>, gathered now.
+func (m *clientMetrics) series(name, client string) []float64 {
 	m.t.Helper()
 	s, err := metrics.Gather(m.reg)
 	if err != nil {
 		m.t.Fatal(err)
 	}
-	var v float64
+	var out []float64
 	for _, x := range s.Series("test_kafka_" + name) {
 		if x.Labels["client"] == client {
-			v += x.Value
+			out = append(out, x.Value)
 		}
+	}
+	return out
+}
+
+// sum is the sum of client's series of test_kafka_<name>.
+func (m *clientMetrics) sum(name, client string) float64 {
+	m.t.Helper()
+	var v float64
+	for _, x := range m.series(name, client) {
+		v += x
 	}
 	return v
 }
 
-// value is series test_kafka_<name> of client, if it has one.
+// value is client's series of test_kafka_<name>, if it has one.
 func (m *clientMetrics) value(name, client string) (float64, bool) {
 	m.t.Helper()
-	s, err := metrics.Gather(m.reg)
-	if err != nil {
-		m.t.Fatal(err)
-	}
-	for _, x := range s.Series("test_kafka_" + name) {
-		if x.Labels["client"] == client {
-			return x.Value, true
-		}
+	if xs := m.series(name, client); len(xs) > 0 {
+		return xs[0], true
 	}
 	return 0, false
 }
