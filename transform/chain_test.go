@@ -235,6 +235,21 @@ func TestFieldReaderReadsStringsDecodedAndOtherValuesAsJSON(t *testing.T) {
 	}
 }
 
+// pipeline.key_by reads a field of every record: a string without escapes
+// is read into the reader's buffer, not through a new string.
+func TestFieldReaderReadsAPlainStringWithoutAllocating(t *testing.T) {
+	f := NewFieldReader("u")
+	r := rec(`{"u":"0b6a5c1e-7c2d-4f8e-9a1b-2c3d4e5f6a7b","n":1}`)
+	var got []byte
+	allocs := testing.AllocsPerRun(100, func() { got, _, _ = f.Get(r) })
+	if string(got) != "0b6a5c1e-7c2d-4f8e-9a1b-2c3d4e5f6a7b" {
+		t.Fatalf("Get = %q", got)
+	}
+	if allocs != 0 {
+		t.Errorf("%v allocations a Get, want 0", allocs)
+	}
+}
+
 func TestFieldsReaderReadsEveryPathWithOneParse(t *testing.T) {
 	f := NewFieldsReader([]string{"id", "c.n", "gone", "z", "s"})
 	r := rec(`{"id":7,"c":{"n":"x"},"z":null,"s":"a\"b"}`)

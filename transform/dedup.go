@@ -253,7 +253,7 @@ func (t *Dedup) applyDoc(r *record.Record, d *document) (bool, error) {
 	if form, ok := hashedForm(raw); ok {
 		t.val = append(t.val[:0], form...)
 	} else {
-		t.val = append(append(t.val[:0], '"'), unquote(raw)...)
+		t.val = appendUnquoted(append(t.val[:0], '"'), raw)
 	}
 	t.hash = maphash.Bytes(t.index.seed, t.val)
 	now := recordTime(r)

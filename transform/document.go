@@ -219,6 +219,15 @@ func unquote(q []byte) string {
 	return s
 }
 
+// appendUnquoted appends the content of a validated JSON string (quotes
+// included) to dst, decoded; without allocating unless it has escapes.
+func appendUnquoted(dst, q []byte) []byte {
+	if bytes.IndexByte(q, '\\') < 0 {
+		return append(dst, q[1:len(q)-1]...)
+	}
+	return append(dst, unquote(q)...)
+}
+
 // slab hands out byte slices carved from larger chunks, so re-encoded
 // values cost one allocation per chunk rather than one per record. A chunk
 // is never reused: it is freed by the GC once no record refers to it, so a

@@ -52,7 +52,7 @@ func (f *FieldReader) Text(raw []byte) []byte {
 	if raw[0] != '"' {
 		return raw
 	}
-	f.buf = append(f.buf[:0], unquote(raw)...)
+	f.buf = appendUnquoted(f.buf[:0], raw)
 	return f.buf
 }
 
