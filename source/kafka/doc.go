@@ -25,7 +25,10 @@
 // to each leader, and keep each response as the broker sent it (fetchraw.go);
 // Reader.Run takes whichever response comes first, decodes it with
 // franz-go's decoder, updates the reader's positions to the offset after
-// each record, and hands the records to its Emitter in batches. A
+// each record, and hands the records to its Emitter in batches; once the
+// whole response is handed on, each partition's position moves to the
+// offset after its batches (past transaction markers, aborted records and
+// compacted offsets, where the Java consumer's position goes too). A
 // partition is read by one fetcher for as long as the reader runs, so its
 // records keep their order. The path of a barrier: the runtime calls
 // Reader.Trigger(n); between two batches Run copies the positions (the

@@ -3,12 +3,15 @@ package kafka
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/connector-dev/connector/checkpoint"
 	"github.com/connector-dev/connector/internal/kafkatest"
 	"github.com/connector-dev/connector/source"
 )
@@ -173,4 +176,87 @@ func TestASecondLiveInstanceOfTheJobIsNoticedThroughTheGroup(t *testing.T) {
 	if err := first.CommitOffsets(ctx, o); err != nil {
 		t.Fatalf("the earlier instance must go on: %v", err)
 	}
+}
+
+// TestAPositionMovesPastTheMarkersAfterItsLastRecord: a partition whose log
+// ends with transactions' markers (a committed transaction, records 0-2 and
+// its marker 3; an aborted one, records 4-5 and marker 6). Once the fetch
+// holding them was emitted, a barrier's position is the log end, 7, not 3,
+// the offset after the last record: there, once retention had deleted the
+// whole log, a restore was refused as 4 records lost though every
+// committed record had been read (and the partition's lag stayed above 0).
+func TestAPositionMovesPastTheMarkersAfterItsLastRecord(t *testing.T) {
+	b := kafkatest.RealCluster(t)
+	topic := kafkatest.Topic(t, b, 1)
+	ctx := context.Background()
+	p, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs...), kgo.DefaultProduceTopic(topic),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.TransactionalID(topic+"-txn"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	for _, txn := range []struct {
+		records int
+		commit  bool
+	}{{3, true}, {2, false}} {
+		if err := p.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		for i := range txn.records {
+			if err := p.ProduceSync(ctx, kgo.StringRecord(fmt.Sprintf("%v-%d", txn.commit, i))).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := p.EndTransaction(ctx, kgo.TransactionEndTry(txn.commit)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := testConfig(b, topic)
+	s, err := Open(ctx, cfg, nil, testLog(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	r := s.readers[0]
+	rec, stop := runReader(t, r)
+	// A barrier at a time, until one is at the log end: the ones before
+	// may come before the fetch of the aborted transaction is emitted.
+	var id checkpoint.ID
+	var at Offsets
+	waitFor(t, "a barrier at the log end (7)", func() bool {
+		rec.mu.Lock()
+		n := len(rec.barriers)
+		if n > 0 {
+			at = rec.barriers[n-1].offsets
+		}
+		rec.mu.Unlock()
+		if o, _ := at.Lookup(topic, 0); o == 7 {
+			return true
+		}
+		if n == int(id) {
+			id++
+			r.Trigger(id, time.Now())
+		}
+		return false
+	})
+	stop()
+	var got []string
+	for _, r := range rec.records {
+		got = append(got, string(r.Value))
+	}
+	if want := "true-0 true-1 true-2"; strings.Join(got, " ") != want {
+		t.Fatalf("records %q, want %s", got, want)
+	}
+
+	adm := kafkatest.Admin(t, b)
+	del := kadm.Offsets{}
+	del.Add(kadm.Offset{Topic: topic, Partition: 0, At: -1}) // retention, to the log end
+	if _, err := adm.DeleteRecords(ctx, del); err != nil {
+		t.Fatal(err)
+	}
+	restored, err := Open(ctx, cfg, &position{Offsets: at}, testLog(t))
+	if err != nil {
+		t.Fatalf("restore at %s after retention: %v", at, err)
+	}
+	restored.Close()
 }

@@ -131,7 +131,7 @@ func (r *Reader) Run(ctx context.Context, em source.Emitter) error {
 			if x.err != nil {
 				return fmt.Errorf("reader %d: %w", r.index, x.err)
 			}
-			if err := r.emit(ctx, f, x.raw.decode(), em); err != nil {
+			if err := r.emit(ctx, f, x.raw.decode(), x.raw.ends, em); err != nil {
 				return err
 			}
 		}
@@ -170,7 +170,18 @@ func (r *Reader) handle(ctx context.Context, f *fetchers, c control, em source.E
 // fetch. Once suspended it drops the rest of the fetch, and every fetch
 // after it, from any fetcher: the position stays after the last record
 // emitted.
-func (r *Reader) emit(ctx context.Context, f *fetchers, fs kgo.Fetches, em source.Emitter) error {
+//
+// A barrier within the fetch takes the offset after the last record
+// emitted before it. Once the whole fetch is emitted, each partition's
+// position moves on to ends, the offset after the fetch's batches: what
+// lies between its last record and there holds no record to emit (the
+// markers that end transactions, aborted records, offsets compacted
+// away), as the Java consumer's position skips them. Left on the last
+// record, a transactional partition's position stayed on its last
+// marker: its lag never reached 0, and once retention had deleted the
+// whole log, a restore from it was refused as records lost
+// (on_position_lost) though every record had been read.
+func (r *Reader) emit(ctx context.Context, f *fetchers, fs kgo.Fetches, ends Offsets, em source.Emitter) error {
 	if r.suspended {
 		return nil
 	}
@@ -225,6 +236,15 @@ func (r *Reader) emit(ctx context.Context, f *fetchers, fs kgo.Fetches, em sourc
 		}
 	} else {
 		record.Release(batch)
+	}
+	if !r.suspended { // suspended by a barrier in the fetch: the rest was dropped
+		for t, ps := range ends {
+			for p, end := range ps {
+				if at, ok := r.positions.Lookup(t, p); ok && end > at {
+					r.positions.Set(t, p, end)
+				}
+			}
+		}
 	}
 	r.lag.fetched(fs, r.positions)
 	if share, changed := r.fetch.fetched(n, size); changed {
