@@ -3,6 +3,7 @@ package kafka
 import (
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/connector-dev/connector/internal/kafkaclient"
@@ -89,6 +90,22 @@ func (c Options) explain(err error) error {
 	return err
 }
 
+// minReadLimit is the least a client reads of a response: franz-go's
+// default (BrokerMaxReadBytes); a variable for tests.
+var minReadLimit int64 = 100 << 20
+
+// readLimit is the largest response the source's clients read: twice the
+// larger fetch setting, at least minReadLimit. The fetch loop sends its
+// own requests, which franz-go does not check against its limit as it
+// does its consumer's fetch_max_bytes: with fetch settings above it, every
+// response larger than the limit was refused and the partitions asked
+// again, forever. A response can still exceed it: a broker returns a
+// partition's first record batch whole, whatever the settings
+// (errTooLarge).
+func (c Options) readLimit() int32 {
+	return int32(min(math.MaxInt32, max(minReadLimit, 2*int64(max(c.FetchMaxBytes, c.FetchMaxPartitionBytes)))))
+}
+
 // clientOpts are the options of the client called name.
 func (c Options) clientOpts(name string) []kgo.Opt {
 	var hooks []kgo.Hook
@@ -100,7 +117,13 @@ func (c Options) clientOpts(name string) []kgo.Opt {
 
 // clientOptsWith are the options of a client with these hooks.
 func (c Options) clientOptsWith(hooks []kgo.Hook) []kgo.Opt {
-	opts := append([]kgo.Opt{kgo.SeedBrokers(c.Brokers...)}, c.ClientOpts...)
+	opts := []kgo.Opt{kgo.SeedBrokers(c.Brokers...), kgo.BrokerMaxReadBytes(c.readLimit())}
+	if c.FetchMaxBytes > 0 {
+		// Unused (the fetch loop sends its own requests), but franz-go
+		// refuses a read limit below it, 50 MiB by default.
+		opts = append(opts, kgo.FetchMaxBytes(c.FetchMaxBytes))
+	}
+	opts = append(opts, c.ClientOpts...)
 	if len(hooks) > 0 {
 		opts = append(opts, kgo.WithHooks(hooks...))
 	}

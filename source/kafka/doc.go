@@ -42,7 +42,9 @@
 // which held each waiting fetch twice). A fetcher's fetches cover only its
 // share of the partitions, so the memory per partition does not grow with
 // the fetchers. fetch_max_partition_bytes bounds a partition's share of a
-// fetch; a reader asks for less while its records are small, so a fetch
+// fetch (the clients read a response of up to twice the larger fetch
+// setting, at least 100 MiB: a larger one, a record batch larger than
+// that, stops the reader with errTooLarge); a reader asks for less while its records are small, so a fetch
 // holds about 5k records per partition at most (fetchsize.go): memory
 // follows the records, speed the bytes. The decoder writes into record
 // arrays lent by a pool (pool.go) that come back as soon as the records

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -63,7 +64,21 @@ func retriable(err error) bool {
 		return ke.Retriable
 	}
 	var changed *topicChanged
-	return !errors.As(err, &changed) && !errors.Is(err, errDamaged) && !errors.Is(err, errNoClient)
+	return !errors.As(err, &changed) && !errors.Is(err, errDamaged) && !errors.Is(err, errNoClient) && !errors.Is(err, errTooLarge)
+}
+
+// errTooLarge is a fetch response the client refused as larger than it
+// reads (Options.readLimit): a record batch larger than the limit, which
+// the broker sends whole, so that no retry reads it.
+var errTooLarge = errors.New("a fetch response is larger than the source reads (twice the larger of source.fetch_max_bytes and source.fetch_max_partition_bytes, at least 100 MiB): a record batch that large? raise source.fetch_max_partition_bytes")
+
+// tooLarge marks franz-go's refusal of a response over its read limit,
+// which has no error value of its own.
+func tooLarge(err error) error {
+	if err != nil && strings.Contains(err.Error(), "invalid large response size") {
+		return fmt.Errorf("%w: %w", errTooLarge, err)
+	}
+	return err
 }
 
 // errNoClient: a fetcher closed its client to replace it (fetchByName) and
@@ -404,6 +419,7 @@ func (s *session) run(ctx context.Context) {
 	br := s.fr.cl.Broker(int(s.l.broker.NodeID))
 	for s.next.Len() > 0 {
 		r, err := br.Request(ctx, s.request())
+		err = tooLarge(err)
 		if ctx.Err() != nil {
 			return
 		}
