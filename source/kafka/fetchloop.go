@@ -525,9 +525,13 @@ func (s *session) request() *kmsg.FetchRequest {
 // of each partition it moves on, whether some partition held bytes but no
 // whole batch, and the partitions whose error means the session cannot go
 // on with them (the first error says why). Only the partitions that move
-// on are decoded (rawFetch.ends).
+// on are decoded (rawFetch.ends). A partition the response holds twice
+// (a broker's fault; franz-go's consumer drops the repeat too) is read
+// once: its repeat is renamed partition -1, which nothing asked for, so
+// that its records are not decoded and emitted a second time.
 func (s *session) read(resp *kmsg.FetchResponse) (ends Offsets, cut bool, failed Offsets, why error) {
 	ends, failed = Offsets{}, Offsets{}
+	seen := make(map[partitionID]bool, s.next.Len())
 	for ti := range resp.Topics {
 		rt := &resp.Topics[ti]
 		if rt.Topic == "" { // Fetch v13+ answers with topic IDs only
@@ -540,6 +544,12 @@ func (s *session) read(resp *kmsg.FetchResponse) (ends Offsets, cut bool, failed
 			if !ok {
 				continue
 			}
+			id := partitionID{t, rp.Partition}
+			if seen[id] {
+				rp.Partition = -1
+				continue
+			}
+			seen[id] = true
 			if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
 				failed.Set(t, rp.Partition, from)
 				if why == nil || retriable(why) && !retriable(err) {

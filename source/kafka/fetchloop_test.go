@@ -481,3 +481,28 @@ func fetchPartitionZero(t *testing.T, cfg Options, topic string) (context.Contex
 	t.Cleanup(func() { f.close(); cancel() })
 	return ctx, f
 }
+
+// TestAPartitionAResponseHoldsTwiceIsEmittedOnce: a response that holds a
+// partition twice (a topic listed twice, each with its batches) moves the
+// partition on once, and its records are decoded once.
+func TestAPartitionAResponseHoldsTwiceIsEmittedOnce(t *testing.T) {
+	part := kmsg.FetchResponseTopicPartition{Partition: 0, RecordBatches: batch(0, 3, 0, nil)}
+	resp := &kmsg.FetchResponse{Topics: []kmsg.FetchResponseTopic{
+		{Topic: "t", Partitions: []kmsg.FetchResponseTopicPartition{part}},
+		{Topic: "t", Partitions: []kmsg.FetchResponseTopicPartition{part}},
+	}}
+	s := &session{next: Offsets{"t": {0: 0}}}
+	ends, cut, failed, why := s.read(resp)
+	if end, _ := ends.Lookup("t", 0); end != 3 || ends.Len() != 1 || cut || failed.Len() != 0 || why != nil {
+		t.Fatalf("read: ends %s, cut %v, failed %s, %v; want t/0 to 3", ends, cut, failed, why)
+	}
+	rf := &rawFetch{resp: resp, from: s.next.Clone(), ends: ends}
+	if offsets, _ := rf.size(); offsets != 3 {
+		t.Errorf("the fetch counts %d offsets, want 3", offsets)
+	}
+	n := 0
+	rf.decode().EachRecord(func(*kgo.Record) { n++ })
+	if n != 3 {
+		t.Fatalf("%d records decoded, want 3", n)
+	}
+}
