@@ -3,7 +3,6 @@ package kafka
 import (
 	"errors"
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/connector-dev/connector/internal/kafkaclient"
@@ -94,16 +93,19 @@ func (c Options) explain(err error) error {
 // default (BrokerMaxReadBytes); a variable for tests.
 var minReadLimit int64 = 100 << 20
 
+// maxReadLimit is the most franz-go lets a client read of a response.
+const maxReadLimit = 1 << 30
+
 // readLimit is the largest response the source's clients read: twice the
-// larger fetch setting, at least minReadLimit. The fetch loop sends its
-// own requests, which franz-go does not check against its limit as it
-// does its consumer's fetch_max_bytes: with fetch settings above it, every
-// response larger than the limit was refused and the partitions asked
-// again, forever. A response can still exceed it: a broker returns a
-// partition's first record batch whole, whatever the settings
-// (errTooLarge).
+// larger fetch setting, at least minReadLimit, at most maxReadLimit. The
+// fetch loop sends its own requests, which franz-go does not check
+// against its limit as it does its consumer's fetch_max_bytes: with fetch
+// settings above it, every response larger than the limit was refused and
+// the partitions asked again, forever. A response can still exceed it: a
+// broker returns a partition's first record batch whole, whatever the
+// settings (errTooLarge).
 func (c Options) readLimit() int32 {
-	return int32(min(math.MaxInt32, max(minReadLimit, 2*int64(max(c.FetchMaxBytes, c.FetchMaxPartitionBytes)))))
+	return int32(min(maxReadLimit, max(minReadLimit, 2*int64(max(c.FetchMaxBytes, c.FetchMaxPartitionBytes)))))
 }
 
 // clientOpts are the options of the client called name.

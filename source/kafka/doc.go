@@ -43,10 +43,11 @@
 // share of the partitions, so the memory per partition does not grow with
 // the fetchers. fetch_max_partition_bytes bounds a partition's share of a
 // fetch (the clients read a response of up to twice the larger fetch
-// setting, at least 100 MiB: a larger one, a record batch larger than
-// that, stops the reader with errTooLarge); a reader asks for less while its records are small, so a fetch
-// holds about 5k records per partition at most (fetchsize.go): memory
-// follows the records, speed the bytes. The decoder writes into record
+// setting, from 100 MiB to 1 GiB: a larger one, a record batch larger
+// than that, stops the job with errTooLarge, a source.ErrPermanent); a
+// reader asks for less while its records are small, so a fetch holds
+// about 5k records per partition at most (fetchsize.go): memory follows
+// the records, speed the bytes. The decoder writes into record
 // arrays lent by a pool (pool.go) that come back as soon as the records
 // are copied into a batch; batches come from record.NewBatch and the
 // worker that wrote them releases them.

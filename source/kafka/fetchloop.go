@@ -14,6 +14,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
+
+	"github.com/connector-dev/connector/source"
 )
 
 // A fetcher sends its own Fetch requests through its client rather than
@@ -69,14 +71,17 @@ func retriable(err error) bool {
 
 // errTooLarge is a fetch response the client refused as larger than it
 // reads (Options.readLimit): a record batch larger than the limit, which
-// the broker sends whole, so that no retry reads it.
-var errTooLarge = errors.New("a fetch response is larger than the source reads (twice the larger of source.fetch_max_bytes and source.fetch_max_partition_bytes, at least 100 MiB): a record batch that large? raise source.fetch_max_partition_bytes")
+// the broker sends whole, so that no retry or restart reads it. It is
+// source.ErrPermanent: the job stops, naming the setting to raise.
+var errTooLarge = errors.New("a fetch response is larger than the source reads (twice the larger of source.fetch_max_bytes and source.fetch_max_partition_bytes, from 100 MiB to 1 GiB): a record batch that large? raise source.fetch_max_partition_bytes")
 
-// tooLarge marks franz-go's refusal of a response over its read limit,
-// which has no error value of its own.
+// tooLarge marks franz-go's refusal of a response over its read limit
+// (BrokerMaxReadBytes), whose error value franz-go does not export; its
+// other refusals of a size (an HTTP or TLS answer: the wrong port or
+// protocol) are left as they are.
 func tooLarge(err error) error {
-	if err != nil && strings.Contains(err.Error(), "invalid large response size") {
-		return fmt.Errorf("%w: %w", errTooLarge, err)
+	if err != nil && strings.Contains(err.Error(), "response exceeds BrokerMaxReadBytes") {
+		return fmt.Errorf("%w: %w: %w", source.ErrPermanent, errTooLarge, err)
 	}
 	return err
 }

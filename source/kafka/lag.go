@@ -19,8 +19,9 @@ var _ source.Lagger = (*Source)(nil)
 // DiscoverInterval): a caught-up partition returns no fetches, so its lag
 // would otherwise never be known. A partition whose high watermark is not
 // known yet is left out. A partition that ends with transaction markers
-// keeps a lag of one per marker after its last record: markers take
-// offsets but are never records. Safe from any goroutine until Close.
+// reaches a lag of 0 once the fetch that holds them was handed on: the
+// reader's position moves past them (Reader.emit). Safe from any
+// goroutine until Close.
 func (s *Source) Lag() []source.Lag {
 	var out []source.Lag
 	for _, r := range s.readers {

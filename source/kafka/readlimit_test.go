@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/connector-dev/connector/internal/kafkatest"
+	"github.com/connector-dev/connector/source"
 )
 
 // produceLarge writes n records of size bytes to partition 0 of topic, in
@@ -66,10 +67,49 @@ func TestABatchLargerThanTheReadLimitStopsTheReader(t *testing.T) {
 	defer cancel()
 	select {
 	case err := <-done:
-		if !errors.Is(err, errTooLarge) || !strings.Contains(err.Error(), "fetch_max_partition_bytes") {
-			t.Fatalf("Run = %v, want errTooLarge naming the setting to raise", err)
+		if !errors.Is(err, errTooLarge) || !errors.Is(err, source.ErrPermanent) || !strings.Contains(err.Error(), "fetch_max_partition_bytes") {
+			t.Fatalf("Run = %v, want a permanent errTooLarge naming the setting to raise", err)
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("the reader still runs after 20 s: it retries a fetch it can never read")
+	}
+}
+
+// TestTheReadLimitFollowsTheFetchSettingsWithinFranzGosBounds: twice the
+// larger fetch setting, from franz-go's 100 MiB to its largest, 1 GiB; a
+// client is made at the largest settings the config allows.
+func TestTheReadLimitFollowsTheFetchSettingsWithinFranzGosBounds(t *testing.T) {
+	for _, tc := range []struct {
+		fetch, part int32
+		want        int32
+	}{
+		{50 << 20, 1 << 20, 100 << 20}, // the defaults
+		{200 << 20, 1 << 20, 400 << 20},
+		{1 << 20, 300 << 20, 600 << 20},
+		{int32(maxFetch), int32(maxFetch), 1 << 30},
+	} {
+		c := Options{Brokers: []string{"127.0.0.1:1"}, FetchMaxBytes: tc.fetch, FetchMaxPartitionBytes: tc.part}
+		if got := c.readLimit(); got != tc.want {
+			t.Errorf("fetch_max_bytes %d, fetch_max_partition_bytes %d: read limit %d, want %d", tc.fetch, tc.part, got, tc.want)
+		}
+		cl, err := kgo.NewClient(c.clientOpts("test")...)
+		if err != nil {
+			t.Fatalf("fetch_max_bytes %d, fetch_max_partition_bytes %d: %v", tc.fetch, tc.part, err)
+		}
+		cl.Close()
+	}
+}
+
+// TestOnlyFranzGosReadLimitRefusalIsTooLarge: franz-go refuses a response
+// size three ways; the two that guess at the wrong port or protocol stay
+// what they are (the tests above force the third).
+func TestOnlyFranzGosReadLimitRefusalIsTooLarge(t *testing.T) {
+	for _, msg := range []string{
+		"invalid large response size 1213486160 > limit 104857600; the four size bytes are 'HTTP' in ascii, the beginning of an HTTP response; is your broker port correct?",
+		"invalid large response size 352518912 > limit 104857600; the first three bytes received appear to be a tls alert record for TLS v1.2; is this a plaintext connection speaking to a tls endpoint?",
+	} {
+		if err := tooLarge(errors.New(msg)); errors.Is(err, errTooLarge) {
+			t.Errorf("%q taken for a batch too large", msg)
+		}
 	}
 }
