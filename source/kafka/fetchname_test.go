@@ -342,14 +342,8 @@ func TestAFetcherThatCannotReplaceItsClientStopsTheReader(t *testing.T) {
 		return nil
 	}
 	s := openSource(t, cfg)
-	_, done, cancel := startReader(s.readers[0])
-	defer cancel()
-	select {
-	case err := <-done:
-		if !errors.Is(err, errNoClient) {
-			t.Fatalf("Run: %v, want the fetcher's error of no client", err)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("the reader still runs 20 s after its fetcher closed its client and could not make another")
+	err := runUntilError(t, s.readers[0], "its fetcher closed its client and could not make another")
+	if !errors.Is(err, errNoClient) {
+		t.Fatalf("Run: %v, want the fetcher's error of no client", err)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -63,15 +62,9 @@ func TestABatchLargerThanTheReadLimitStopsTheReader(t *testing.T) {
 	cfg := testConfig(b, topic)
 	cfg.FetchMaxBytes, cfg.FetchMaxPartitionBytes = 256<<10, 256<<10 // a limit of 1 MiB
 	s := openSource(t, cfg)
-	_, done, cancel := startReader(s.readers[0])
-	defer cancel()
-	select {
-	case err := <-done:
-		if !errors.Is(err, errTooLarge) || !errors.Is(err, source.ErrPermanent) || !strings.Contains(err.Error(), "fetch_max_partition_bytes") {
-			t.Fatalf("Run = %v, want a permanent errTooLarge naming the setting to raise", err)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("the reader still runs after 20 s: it retries a fetch it can never read")
+	err := runUntilError(t, s.readers[0], "it retries a fetch it can never read")
+	if !errors.Is(err, errTooLarge) || !errors.Is(err, source.ErrPermanent) || !strings.Contains(err.Error(), "fetch_max_partition_bytes") {
+		t.Fatalf("Run = %v, want a permanent errTooLarge naming the setting to raise", err)
 	}
 }
 

@@ -134,6 +134,21 @@ func startReader(r *Reader) (*recorder, <-chan error, context.CancelFunc) {
 	return rec, done, cancel
 }
 
+// runUntilError runs r and returns the error its Run stops with; the test
+// fails if Run still runs after 20 s (why says what it would then be doing).
+func runUntilError(t *testing.T, r *Reader, why string) error {
+	t.Helper()
+	_, done, cancel := startReader(r)
+	defer cancel()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(20 * time.Second):
+		t.Fatalf("the reader still runs after 20 s: %s", why)
+		return nil
+	}
+}
+
 func runReader(t *testing.T, r *Reader) (*recorder, func()) {
 	t.Helper()
 	rec, done, cancel := startReader(r)
