@@ -32,20 +32,25 @@ func produceLarge(t *testing.T, b kafkatest.Brokers, topic string, n, size, batc
 	}
 }
 
-// TestFetchSettingsAboveTheClientsDefaultReadLimitAreRead: with
-// fetch_max_bytes and fetch_max_partition_bytes at 200 MiB, a fetch answer
-// of ~119 MiB is read. The clients kept franz-go's read limit (100 MiB),
-// refused every such answer, and the reader fetched it again, forever.
+// TestFetchSettingsAboveTheClientsDefaultReadLimitAreRead: with the fetch
+// settings above the least read limit, a fetch answer larger than that
+// limit is read. The clients kept franz-go's read limit (100 MiB), refused
+// every such answer, and the reader fetched it again, forever. The least
+// limit is lowered to 1 MiB for the test, and the settings are 4 MiB: a
+// 119 MiB answer at the real scale took kfake longer than the client's read
+// timeout under -race on a loaded machine.
 func TestFetchSettingsAboveTheClientsDefaultReadLimitAreRead(t *testing.T) {
+	defer func(was int64) { minReadLimit = was }(minReadLimit)
+	minReadLimit = 1 << 20
 	_, b := fakeCluster(t, 1)
 	topic := kafkatest.Topic(t, b, 1)
-	produceLarge(t, b, topic, 135, 900<<10, 2<<20) // ~119 MiB
+	produceLarge(t, b, topic, 12, 300<<10, 1<<20) // ~3.5 MiB in batches of up to 1 MiB
 	cfg := testConfig(b, topic)
-	cfg.FetchMaxBytes, cfg.FetchMaxPartitionBytes = 200<<20, 200<<20
+	cfg.FetchMaxBytes, cfg.FetchMaxPartitionBytes = 4<<20, 4<<20
 	s := openSource(t, cfg)
 	rec, stop := runReader(t, s.readers[0])
 	defer stop()
-	waitFor(t, "all 135 records", func() bool { return rec.count() == 135 })
+	waitFor(t, "all 12 records", func() bool { return rec.count() == 12 })
 }
 
 // TestABatchLargerThanTheReadLimitStopsTheReader: a record batch larger
