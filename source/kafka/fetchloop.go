@@ -37,9 +37,12 @@ import (
 // to 10 s), and once some have a leader, or Run added partitions, the
 // fetcher stops its sessions and starts over from the offsets after what
 // was handed on. An offset out of range, a topic recreated under its name
-// (another topic ID), a batch that cannot be read and any other error no
-// retry helps are handed on to Run as the fetch's error: the job restarts,
-// and the restore decides (on_position_lost).
+// (another topic ID), a batch that cannot be read, a log its leader finds
+// corrupt and any other error no retry helps are handed on to Run as the
+// fetch's error: the job restarts, and for a lost position the restore
+// decides (on_position_lost). A batch larger than the clients read and a
+// leader that names another replica to fetch from stop the job
+// (source.ErrPermanent): no restart reads them.
 
 // plan is where a fetcher's partitions are read: their leaders, and the
 // topics' names by ID.
@@ -61,12 +64,50 @@ type leader struct {
 
 // retriable reports whether the fetcher may start over after err.
 func retriable(err error) bool {
-	var ke *kerr.Error
-	if errors.As(err, &ke) {
-		return ke.Retriable
+	for _, never := range []error{errDamaged, errNoClient, errTooLarge, errCorrupt, errReadReplica} {
+		if errors.Is(err, never) {
+			return false
+		}
 	}
 	var changed *topicChanged
-	return !errors.As(err, &changed) && !errors.Is(err, errDamaged) && !errors.Is(err, errNoClient) && !errors.Is(err, errTooLarge)
+	if errors.As(err, &changed) {
+		return false
+	}
+	var ke *kerr.Error
+	return !errors.As(err, &ke) || ke.Retriable
+}
+
+// errCorrupt is a partition the leader answers CORRUPT_MESSAGE for: it
+// found its log corrupt at the fetched offset. Kafka calls the error
+// retriable (a produce request can be damaged on its way), but a fetch
+// finds the same bytes on every retry: the Java consumer throws it to the
+// application, and the fetcher hands it on to Run, so that the job
+// restarts (another replica may lead the partition by then; the job stops
+// after max_failures restarts without a checkpoint) rather than wait for
+// it forever.
+var errCorrupt = errors.New("the partition's leader found its log corrupt at the fetched offset")
+
+// errReadReplica is a partition the leader sends no records of but names
+// another replica to fetch it from (KIP-392: a custom replica.selector.class
+// of the cluster; Kafka's rack-aware one names the leader itself, since the
+// source gives no rack). The source fetches from leaders only: asked again,
+// the leader would answer the same, at round-trip pace, forever. It is
+// source.ErrPermanent: no restart changes the cluster's selector.
+var errReadReplica = errors.New("the partition's leader sends no records but names another replica to fetch them from (the cluster's replica.selector.class); the source fetches from partition leaders only")
+
+// partitionError is why a response's partition cannot be read from the
+// leader, if it cannot.
+func partitionError(rp *kmsg.FetchResponseTopicPartition) error {
+	err := kerr.ErrorForCode(rp.ErrorCode)
+	switch {
+	case errors.Is(err, kerr.CorruptMessage):
+		return fmt.Errorf("%w: %w", errCorrupt, err)
+	case err != nil:
+		return err
+	case rp.PreferredReadReplica >= 0 && len(rp.RecordBatches) == 0: // Kafka sends none with it
+		return fmt.Errorf("%w: %w: replica %d", source.ErrPermanent, errReadReplica, rp.PreferredReadReplica)
+	}
+	return nil
 }
 
 // errTooLarge is a fetch response the client refused as larger than it
@@ -555,10 +596,10 @@ func (s *session) read(resp *kmsg.FetchResponse) (ends Offsets, cut bool, failed
 				continue
 			}
 			seen[id] = true
-			if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
+			if err := partitionError(rp); err != nil {
 				failed.Set(t, rp.Partition, from)
 				if why == nil || retriable(why) && !retriable(err) {
-					why = fmt.Errorf("fetch %s/%d: %w", t, rp.Partition, err)
+					why = fmt.Errorf("fetch %s/%d from offset %d: %w", t, rp.Partition, from, err)
 				}
 				continue
 			}
