@@ -64,6 +64,13 @@ type lostPosition struct {
 	why       string
 }
 
+// recreatedSince says whether a topic whose ID a position recorded as was
+// (base64; empty without IDs) has been deleted and created again: its ID
+// is now another.
+func recreatedSince(was string, now kadm.TopicID) bool {
+	return was != "" && now != (kadm.TopicID{}) && was != now.String()
+}
+
 // checkRestored compares the restored positions with the topics as they
 // are: a topic whose ID changed (deleted and recreated: its offsets mean
 // nothing), an offset below the log start (records deleted by retention
@@ -75,7 +82,7 @@ func (s *Source) checkRestored(restored *position, ids map[string]kadm.TopicID, 
 	var lost []lostPosition
 	for _, t := range s.cfg.Topics {
 		was, now := restored.TopicIDs[t], ids[t]
-		recreated := was != "" && now != (kadm.TopicID{}) && was != now.String()
+		recreated := recreatedSince(was, now)
 		for p, n := range restored.Offsets[t] {
 			start, okS := starts.Lookup(t, p)
 			end, okE := ends.Lookup(t, p)

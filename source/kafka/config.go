@@ -27,7 +27,7 @@ type Options struct {
 	Brokers     []string
 	Topics      []string
 	Group       string
-	StartOffset string // StartEarliest (default) or StartLatest
+	StartOffset string // StartEarliest (default) or StartLatest (the last stable offset)
 	// Readers is the number of parallel readers (source tasks); each owns a
 	// share of the partitions. Default 1.
 	Readers int

@@ -19,17 +19,21 @@ import (
 // write a full copy of the output. The source notices it through the group:
 // every commit carries this process's instance in the offsets' metadata,
 // and before each commit (after its first) it reads the group's offsets
-// back. Another instance's metadata there means another process committed
-// after this one did: it is alive. The instance that started later stops
-// (source.ErrPermanent, naming the other); the earlier one says so at error
-// level at every commit and goes on.
+// back. Another instance's metadata on a partition this process committed
+// means another process committed it after this one did: it is alive. The
+// instance that started later stops (source.ErrPermanent, naming the
+// other); the earlier one says so at error level at every commit and goes
+// on. The group's other partitions say nothing: their metadata may be a
+// dead predecessor's (a topic the job no longer reads, a partition that an
+// older checkpoint restored lacks), and taking it for a live instance's
+// stopped every later run of the job for good.
 type committer struct {
 	instance string
 	started  time.Time
 
-	mu        sync.Mutex
-	committed bool   // this process committed at least once
-	warned    string // the last other instance reported
+	mu     sync.Mutex
+	mine   map[partitionID]bool // the partitions of this process's commits; nil before its first
+	warned string               // the last other instance reported
 }
 
 const instancePrefix = "connector-instance "
@@ -60,7 +64,7 @@ func startOf(meta string) (time.Time, bool) {
 func (s *Source) checkOtherInstance(ctx context.Context) error {
 	c := &s.commits
 	c.mu.Lock()
-	committed := c.committed
+	committed := c.mine != nil
 	c.mu.Unlock()
 	if !committed {
 		return nil
@@ -70,11 +74,13 @@ func (s *Source) checkOtherInstance(ctx context.Context) error {
 		return nil // the commit itself will say what is wrong
 	}
 	var other string
+	c.mu.Lock() // mine grows with each commit
 	cur.Each(func(o kadm.OffsetResponse) {
-		if o.Err == nil && o.Metadata != c.instance && other == "" && o.At >= 0 {
+		if o.Err == nil && o.Metadata != c.instance && other == "" && o.At >= 0 && c.mine[partitionID{o.Topic, o.Partition}] {
 			other = o.Metadata
 		}
 	})
+	c.mu.Unlock()
 	if other == "" {
 		return nil
 	}

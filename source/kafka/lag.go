@@ -35,7 +35,7 @@ func (s *Source) Lag() []source.Lag {
 func (s *Source) refreshLag(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	ends, err := s.listEdges(ctx, true)
+	ends, err := s.listEdges(ctx, logEnd)
 	if err != nil {
 		s.log.Debug().Err(err).Msg("listing end offsets for the consumer lag failed")
 		return

@@ -99,6 +99,20 @@ func TestARecreatedTopicIsNotReadFromTheOldOffsets(t *testing.T) {
 	if got, want := s.readers[0].positions.String(), topic+"/0=0 "+topic+"/1=0"; got != want {
 		t.Fatalf("with earliest: starts %s, want %s", got, want)
 	}
+	// The restore commits the checkpoint's positions again (pipeline):
+	// the old topic's offsets are not written over the new one's.
+	if err := s.Commit(context.Background(), []source.Position{pos}); err != nil {
+		t.Fatal(err)
+	}
+	committed, err := kafkatest.Admin(t, b).FetchOffsets(context.Background(), cfg.Group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	committed.Each(func(o kadm.OffsetResponse) {
+		if o.Topic == topic && o.At >= 0 {
+			t.Errorf("the old topic's offset %d committed for the new topic's %s/%d", o.At, o.Topic, o.Partition)
+		}
+	})
 }
 
 // TestRestoredOffsetsOutsideTheLogAreRefused: an offset that cannot be
@@ -178,6 +192,50 @@ func TestASecondLiveInstanceOfTheJobIsNoticedThroughTheGroup(t *testing.T) {
 	}
 }
 
+// TestADeadPredecessorsCommitOfAnotherTopicIsNotALiveInstance: the group
+// holds an offset of a topic the job no longer reads, committed by a process
+// of the job that started earlier and is gone. Every later run of the job
+// took it for a live instance at its second commit and stopped for good
+// ("another process commits to group"); only the partitions this process
+// commits tell of another instance. Nor is the topic committed again.
+func TestADeadPredecessorsCommitOfAnotherTopicIsNotALiveInstance(t *testing.T) {
+	b := kafkatest.Cluster(t)
+	read, dropped := kafkatest.Topic(t, b, 1), kafkatest.Topic(t, b, 1)
+	cfg := testConfig(b, read)
+	ctx := context.Background()
+	gone := make(kadm.Offsets)
+	gone.Add(kadm.Offset{Topic: dropped, Partition: 0, At: 0, LeaderEpoch: -1, Metadata: instancePrefix + "host=gone pid=1 start=1"})
+	if err := kafkatest.Admin(t, b).CommitAllOffsets(ctx, cfg.Group, gone); err != nil {
+		t.Fatal(err)
+	}
+	s := openSource(t, cfg)
+	o := Offsets{}
+	o.Set(read, 0, 0)
+	for i := range 3 {
+		if err := s.CommitOffsets(ctx, o); err != nil {
+			t.Fatalf("commit %d: %v", i+1, err)
+		}
+	}
+	// A restored checkpoint's positions, committed again by the restore,
+	// hold the topic too: its offset is not committed, since the job no
+	// longer reads it.
+	o.Set(dropped, 0, 7)
+	pos, err := encodePosition(o, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Commit(ctx, []source.Position{pos}); err != nil {
+		t.Fatal(err)
+	}
+	committed, err := kafkatest.Admin(t, b).FetchOffsets(ctx, cfg.Group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := committed.Lookup(dropped, 0); c.At != 0 {
+		t.Errorf("the dropped topic's offset is %d, want the predecessor's 0 left as it was", c.At)
+	}
+}
+
 // TestAPositionMovesPastTheMarkersAfterItsLastRecord: a partition whose log
 // ends with transactions' markers (a committed transaction, records 0-2 and
 // its marker 3; an aborted one, records 4-5 and marker 6). Once the fetch
@@ -189,12 +247,7 @@ func TestAPositionMovesPastTheMarkersAfterItsLastRecord(t *testing.T) {
 	b := kafkatest.RealCluster(t)
 	topic := kafkatest.Topic(t, b, 1)
 	ctx := context.Background()
-	p, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs...), kgo.DefaultProduceTopic(topic),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.TransactionalID(topic+"-txn"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p := txnProducer(t, b, topic)
 	for _, txn := range []struct {
 		records int
 		commit  bool
@@ -259,4 +312,55 @@ func TestAPositionMovesPastTheMarkersAfterItsLastRecord(t *testing.T) {
 		t.Fatalf("restore at %s after retention: %v", at, err)
 	}
 	restored.Close()
+}
+
+// TestStartLatestIsBeforeATransactionOpenAtTheStart: start_offset latest
+// with a transaction open (records 2-4 of a partition, after 0-1) starts at
+// the last stable offset, 2, as the Java consumer does under
+// read_committed; from the high watermark, 5, the transaction was read
+// from its middle once it committed: a part of it in the output.
+func TestStartLatestIsBeforeATransactionOpenAtTheStart(t *testing.T) {
+	b := kafkatest.RealCluster(t)
+	topic := kafkatest.Topic(t, b, 1)
+	produce(t, b, topic, 1, 2)
+	ctx := context.Background()
+	p := txnProducer(t, b, topic)
+	if err := p.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if err := p.ProduceSync(ctx, kgo.StringRecord(fmt.Sprintf("txn-%d", i))).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := testConfig(b, topic)
+	cfg.StartOffset = StartLatest
+	s := openSource(t, cfg)
+	if got, want := s.readers[0].positions.String(), topic+"/0=2"; got != want {
+		t.Fatalf("starts at %s, want %s (the last stable offset, before the open transaction)", got, want)
+	}
+	if err := p.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	rec, stop := runReader(t, s.readers[0])
+	waitFor(t, "the transaction's 3 records", func() bool { return rec.count() == 3 })
+	stop()
+	for i, r := range rec.records {
+		if want := fmt.Sprintf("txn-%d", i); string(r.Value) != want {
+			t.Errorf("record %d: %q, want %q", i, r.Value, want)
+		}
+	}
+}
+
+// txnProducer is a transactional producer to partition 0 of topic, closed
+// when the test ends.
+func txnProducer(t *testing.T, b kafkatest.Brokers, topic string) *kgo.Client {
+	t.Helper()
+	p, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs...), kgo.DefaultProduceTopic(topic),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.TransactionalID(topic+"-txn"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	return p
 }

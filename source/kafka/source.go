@@ -44,10 +44,11 @@ type Source struct {
 // topics and builds the readers. restored holds the positions of the
 // checkpoint the job restores from, nil when there is none; they are
 // checked against the topics as they are now (see checkRestored and
-// Options.OnPositionLost); a partition the checkpoint
-// does not know (added after it was taken) starts at its log start, as one
-// found by Discover does, so none of its records is skipped. It retries unreachable brokers with
-// exponential backoff, logging each failure, until ctx is done.
+// Options.OnPositionLost); a partition the checkpoint does not know (added
+// after it was taken) starts at the group's committed offset if that lies
+// within its log, else at its log start, as one found by Discover does, so
+// none of its records is skipped (resolve). It retries unreachable brokers
+// with exponential backoff, logging each failure, until ctx is done.
 func Open(ctx context.Context, cfg Options, restored *position, log zerolog.Logger) (*Source, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
@@ -170,19 +171,19 @@ func (s *Source) owned(i int, all Offsets) Offsets {
 // resolve lists every partition of the configured topics and picks its start:
 // the restored offset (checked, see checkRestored), else the group's
 // committed offset (if it lies within the partition's log), else (restoring
-// a checkpoint) the log start, else the start or end of the partition per
-// StartOffset.
+// a checkpoint) the log start, else per StartOffset the log start or the
+// last stable offset (the end of what read_committed reads).
 func (s *Source) resolve(ctx context.Context, restored *position) (Offsets, error) {
 	ids, err := s.topicIDs(ctx)
 	if err != nil {
 		return nil, err
 	}
 	s.ids = ids
-	starts, err := s.listEdges(ctx, false)
+	starts, err := s.listEdges(ctx, logStart)
 	if err != nil {
 		return nil, err
 	}
-	ends, err := s.listEdges(ctx, true)
+	ends, err := s.listEdges(ctx, logEnd)
 	if err != nil {
 		return nil, err
 	}
@@ -206,7 +207,12 @@ func (s *Source) resolve(ctx context.Context, restored *position) (Offsets, erro
 	}
 	out := starts.Clone()
 	if restored == nil && s.cfg.StartOffset == StartLatest {
-		out = ends.Clone()
+		// The last stable offset, as the Java consumer's "latest" under
+		// read_committed: from the high watermark, a transaction open at
+		// the start would be read from the middle once it commits.
+		if out, err = s.listEdges(ctx, stableEnd); err != nil {
+			return nil, err
+		}
 	}
 	for t, ps := range starts {
 		for p, start := range ps {
@@ -226,12 +232,24 @@ func (s *Source) resolve(ctx context.Context, restored *position) (Offsets, erro
 	return out, nil
 }
 
-// listEdges returns every partition of the configured topics with its log
-// start offset, or its end offset when end is true.
-func (s *Source) listEdges(ctx context.Context, end bool) (Offsets, error) {
+// edge is which offset of a partition's log listEdges lists.
+type edge int
+
+const (
+	logStart  edge = iota
+	logEnd         // the high watermark: the end of what the broker has replicated
+	stableEnd      // the last stable offset: the end of what read_committed reads, before any open transaction
+)
+
+// listEdges returns every partition of the configured topics with its
+// offset at the edge asked for.
+func (s *Source) listEdges(ctx context.Context, which edge) (Offsets, error) {
 	list := s.adm.ListStartOffsets
-	if end {
+	switch which {
+	case logEnd:
 		list = s.adm.ListEndOffsets
+	case stableEnd:
+		list = s.adm.ListCommittedOffsets
 	}
 	listed, err := list(ctx, s.cfg.Topics...)
 	if err != nil {
@@ -277,7 +295,7 @@ func (s *Source) listEdges(ctx context.Context, end bool) (Offsets, error) {
 // hands each new one to its reader, starting at the partition's log start so
 // nothing written to it is missed. The runtime calls it periodically.
 func (s *Source) Discover(ctx context.Context) error {
-	all, err := s.listEdges(ctx, false)
+	all, err := s.listEdges(ctx, logStart)
 	if err != nil {
 		return err
 	}
@@ -306,13 +324,26 @@ func (s *Source) Discover(ctx context.Context) error {
 // Commit commits a completed checkpoint's offsets (its readers' positions)
 // to the consumer group, so lag tools see progress. The checkpoint, not the
 // group, is the source of truth: a failed commit is logged by the caller
-// and repaired by the next.
+// and repaired by the next. Only offsets of the topics this source reads,
+// as they are, are committed: a restored checkpoint's offsets of a topic
+// the job no longer reads, or of one deleted and created again since
+// (whose offsets mean nothing in the new log, and which the restore
+// started elsewhere under on_position_lost: earliest), are left out.
 func (s *Source) Commit(ctx context.Context, positions []source.Position) error {
 	p, err := mergePositions(positions)
 	if err != nil {
 		return err
 	}
-	return s.CommitOffsets(ctx, p.Offsets)
+	o := Offsets{}
+	for _, t := range s.cfg.Topics {
+		if recreatedSince(p.TopicIDs[t], s.ids[t]) {
+			continue
+		}
+		if ps, ok := p.Offsets[t]; ok {
+			o[t] = ps
+		}
+	}
+	return s.CommitOffsets(ctx, o)
 }
 
 // Describe lists the offsets of positions, partition by partition.
@@ -328,6 +359,9 @@ func (s *Source) Describe(positions []source.Position) string {
 // Each commit carries this process's instance in the offsets' metadata,
 // and is preceded by a check for another live instance (instance.go).
 func (s *Source) CommitOffsets(ctx context.Context, offsets Offsets) error {
+	if offsets.Len() == 0 {
+		return nil
+	}
 	if err := s.checkOtherInstance(ctx); err != nil {
 		return err
 	}
@@ -341,7 +375,14 @@ func (s *Source) CommitOffsets(ctx context.Context, offsets Offsets) error {
 		return fmt.Errorf("commit offsets to group %s: %w", s.cfg.Group, err)
 	}
 	s.commits.mu.Lock()
-	s.commits.committed = true
+	if s.commits.mine == nil {
+		s.commits.mine = make(map[partitionID]bool, offsets.Len())
+	}
+	for t, ps := range offsets {
+		for p := range ps {
+			s.commits.mine[partitionID{t, p}] = true
+		}
+	}
 	s.commits.mu.Unlock()
 	return nil
 }
