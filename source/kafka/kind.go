@@ -27,7 +27,7 @@ type Config struct {
 	Group  string   `yaml:"group" default:"@/name" doc:"the consumer group that completed checkpoints' offsets are committed to"`
 	// StartOffset is where to start a partition that has neither a
 	// checkpointed nor a committed offset.
-	StartOffset string `yaml:"start_offset" default:"earliest" enum:"earliest,latest" doc:"earliest | latest; only with no checkpoint and no committed offset"`
+	StartOffset string `yaml:"start_offset" default:"earliest" enum:"earliest,latest" doc:"earliest (the log start) | latest (the last stable offset: the log end, before any open transaction); only with no checkpoint and no committed offset"`
 	// FetchMaxBytes caps one fetch response.
 	FetchMaxBytes config.ByteSize `yaml:"fetch_max_bytes" default:"50MiB" doc:"one fetch response at most"`
 	// FetchMaxPartitionBytes caps one partition's share of a fetch
