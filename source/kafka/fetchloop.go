@@ -62,9 +62,10 @@ type leader struct {
 	epochs map[string]map[int32]int32
 }
 
-// retriable reports whether the fetcher may start over after err.
+// retriable reports whether the fetcher may start over after err. A
+// source.ErrPermanent (errTooLarge, errReadReplica) never is.
 func retriable(err error) bool {
-	for _, never := range []error{errDamaged, errNoClient, errTooLarge, errCorrupt, errReadReplica} {
+	for _, never := range []error{source.ErrPermanent, errDamaged, errNoClient, errCorrupt} {
 		if errors.Is(err, never) {
 			return false
 		}
