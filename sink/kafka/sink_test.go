@@ -185,6 +185,15 @@ func TestARecordTooLargeIsABadRecordNotAFailedTransaction(t *testing.T) {
 	if _, err := s.adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "max.message.bytes", Value: &v}}, topic); err != nil {
 		t.Fatal(err)
 	}
+	// The controller takes the change before the broker's metadata has it:
+	// the sink would read the old limit. Wait until the broker says 400.
+	deadline := time.Now().Add(20 * time.Second)
+	for !topicConfigIs(t, s.adm, topic, "max.message.bytes", v) {
+		if time.Now().After(deadline) {
+			t.Fatalf("max.message.bytes of %s is not %s 20 s after it was set", topic, v)
+		}
+		time.Sleep(20 * time.Millisecond) // polling a condition, not hiding a race
+	}
 	recover_(t, s, nil)
 	w := newTestWriter(t, s, 0)
 	write(t, w, 0, 3)
@@ -422,4 +431,23 @@ func TestASlotIsNotReusedRightAfterItsCommit(t *testing.T) {
 			t.Fatalf("checkpoints' transactions took slots %v: a slot reused right after its commit", slots)
 		}
 	}
+}
+
+// topicConfigIs says whether the broker describes topic's key as value.
+func topicConfigIs(t *testing.T, adm *kadm.Client, topic, key, value string) bool {
+	t.Helper()
+	rc, err := adm.DescribeTopicConfigs(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := rc.On(topic, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range c.Configs {
+		if kv.Key == key && kv.Value != nil {
+			return *kv.Value == value
+		}
+	}
+	return false
 }
