@@ -57,11 +57,15 @@ func (s *Source) topicIDs(ctx context.Context) (map[string]kadm.TopicID, error) 
 	return ids, nil
 }
 
-// lostPosition is one partition whose restored position does not apply.
+// lostPosition is one partition whose restored position does not apply:
+// why, and where it goes on from under on_position_lost: earliest, with
+// the leader epoch that offset follows (-1: unknown).
 type lostPosition struct {
 	topic     string
 	partition int32
 	why       string
+	from      int64
+	epoch     int32
 }
 
 // recreatedSince says whether a topic whose ID a position recorded as was
@@ -75,10 +79,16 @@ func recreatedSince(was string, now kadm.TopicID) bool {
 // are: a topic whose ID changed (deleted and recreated: its offsets mean
 // nothing), an offset below the log start (records deleted by retention
 // before they were read), above the log end (the log was truncated, or the
-// topic recreated), or negative (not an offset). Under policy earliest the
-// lost partitions start at their log start, and it says so at error level;
-// under fail it returns a permanent error naming each.
-func (s *Source) checkRestored(restored *position, ids map[string]kadm.TopicID, starts, ends Offsets) error {
+// topic recreated), or negative (not an offset); and, for the others, the
+// leader epochs they follow with where the leaders' logs say those end
+// (checkEpochs: a log truncated below the position). Under policy earliest
+// the lost partitions start at their log start (a truncated log's at the
+// end of the epoch read, where the log diverged), and it says so at error
+// level; under fail it returns a permanent error naming each.
+func (s *Source) checkRestored(ctx context.Context, restored *position, ids map[string]kadm.TopicID, starts, ends Offsets) error {
+	if restored.Epochs == nil {
+		restored.Epochs = Offsets{}
+	}
 	var lost []lostPosition
 	for _, t := range s.cfg.Topics {
 		was, now := restored.TopicIDs[t], ids[t]
@@ -101,9 +111,21 @@ func (s *Source) checkRestored(restored *position, ids map[string]kadm.TopicID, 
 			default:
 				continue
 			}
-			lost = append(lost, lostPosition{t, p, why})
+			lost = append(lost, lostPosition{topic: t, partition: p, why: why, from: start, epoch: -1})
 		}
 	}
+	checked := restored
+	if len(lost) > 0 { // check the others' epochs only
+		checked = &position{Offsets: restored.Offsets.Clone(), Epochs: restored.Epochs}
+		for _, l := range lost {
+			checked.Offsets.Delete(l.topic, l.partition)
+		}
+	}
+	truncated, err := s.checkEpochs(ctx, checked)
+	if err != nil {
+		return err
+	}
+	lost = append(lost, truncated...)
 	if len(lost) == 0 {
 		return nil
 	}
@@ -118,14 +140,19 @@ func (s *Source) checkRestored(restored *position, ids map[string]kadm.TopicID, 
 		lines = append(lines, fmt.Sprintf("%s/%d: %s", l.topic, l.partition, l.why))
 	}
 	if s.cfg.OnPositionLost != PositionLostEarliest {
-		return fmt.Errorf("%w: the checkpoint's positions no longer apply: %s. Set source.on_position_lost: earliest to start these partitions from their log start",
+		return fmt.Errorf("%w: the checkpoint's positions no longer apply: %s. Set source.on_position_lost: earliest to start these partitions from their log start (a truncated log's from where it diverged)",
 			source.ErrPermanent, strings.Join(lines, "; "))
 	}
 	for _, l := range lost {
 		start, _ := starts.Lookup(l.topic, l.partition)
-		restored.Offsets.Set(l.topic, l.partition, start)
-		s.log.Error().Str("topic", l.topic).Int32("partition", l.partition).Int64("from", start).Str("why", l.why).
-			Msg("position lost: the partition starts from its log start (source.on_position_lost: earliest)")
+		from, epoch := l.from, l.epoch
+		if from < start { // a truncated log's diverging offset, since deleted by retention
+			from, epoch = start, -1
+		}
+		restored.Offsets.Set(l.topic, l.partition, from)
+		setEpoch(restored.Epochs, l.topic, l.partition, epoch)
+		s.log.Error().Str("topic", l.topic).Int32("partition", l.partition).Int64("from", from).Str("why", l.why).
+			Msg("position lost: the partition goes on from its log start, or from where its truncated log diverged (source.on_position_lost: earliest)")
 	}
 	return nil
 }

@@ -120,6 +120,7 @@ type fetchers struct {
 	polls  sync.WaitGroup
 	all    []*fetcher
 	out    chan fetched
+	epochs *epochTable // the leader epochs the positions follow, for the fetches (epoch.go)
 }
 
 // clientName is fetcher j's name in the client metrics: reader i's first
@@ -133,10 +134,11 @@ func clientName(reader, j int) string {
 }
 
 // startFetchers makes a reader's clients over its partitions (start: the
-// next offset of each) and starts fetching with each. The fetching ends
-// with ctx or close.
-func startFetchers(ctx context.Context, reader int, cfg Options, share int32, start Offsets, ids map[string]kadm.TopicID, log zerolog.Logger) (*fetchers, error) {
-	f := &fetchers{reader: reader, cfg: cfg, ids: ids, log: log, out: make(chan fetched)}
+// next offset of each; epochs: the leader epoch of the batch each follows,
+// where known) and starts fetching with each. The fetching ends with ctx
+// or close.
+func startFetchers(ctx context.Context, reader int, cfg Options, share int32, start, epochs Offsets, ids map[string]kadm.TopicID, log zerolog.Logger) (*fetchers, error) {
+	f := &fetchers{reader: reader, cfg: cfg, ids: ids, log: log, out: make(chan fetched), epochs: newEpochTable(epochs)}
 	f.share.Store(share)
 	f.ctx, f.stop = context.WithCancel(ctx)
 	n := max(1, min(cfg.FetchesInFlight, start.Len()))

@@ -347,7 +347,7 @@ func TestAddedPartitionsGoToTheFetchersWithTheFewest(t *testing.T) {
 			cfg.FetchesInFlight = c.fetches
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			f, err := startFetchers(ctx, 0, cfg, fetchPartitionFloor, c.start, nil, zerolog.Nop())
+			f, err := startFetchers(ctx, 0, cfg, fetchPartitionFloor, c.start, nil, nil, zerolog.Nop())
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -65,7 +65,7 @@ type leader struct {
 // retriable reports whether the fetcher may start over after err. A
 // source.ErrPermanent (errTooLarge, errReadReplica) never is.
 func retriable(err error) bool {
-	for _, never := range []error{source.ErrPermanent, errDamaged, errNoClient, errCorrupt} {
+	for _, never := range []error{source.ErrPermanent, errDamaged, errNoClient, errCorrupt, errDiverged} {
 		if errors.Is(err, never) {
 			return false
 		}
@@ -109,6 +109,19 @@ func partitionError(rp *kmsg.FetchResponseTopicPartition) error {
 		return fmt.Errorf("%w: %w: replica %d", source.ErrPermanent, errReadReplica, rp.PreferredReadReplica)
 	}
 	return nil
+}
+
+// diverged is why a partition's answer says its log no longer holds what
+// the reader read before offset from, in leader epoch sent (the
+// LastFetchedEpoch of the request; -1: none was sent): the leader's
+// DivergingEpoch, an epoch and where it ends (epoch.go).
+func diverged(rp *kmsg.FetchResponseTopicPartition, from int64, sent int32) error {
+	d := rp.DivergingEpoch
+	if sent < 0 || d.EndOffset < 0 && d.Epoch < 0 || d.EndOffset >= from && d.Epoch >= sent {
+		return nil
+	}
+	return fmt.Errorf("%w: the last batch read was of leader epoch %d; the leader's log diverges from it after leader epoch %d, which ends at offset %d",
+		errDiverged, sent, d.Epoch, d.EndOffset)
 }
 
 // errTooLarge is a fetch response the client refused as larger than it
@@ -478,7 +491,7 @@ func (s *session) run(ctx context.Context) {
 			return
 		}
 		resp := r.(*kmsg.FetchResponse)
-		ends, cut, failed, why := s.read(resp)
+		ends, epochs, cut, failed, why := s.read(resp)
 		if failed.Len() > 0 {
 			s.giveUp(ctx, failed, why)
 		}
@@ -494,7 +507,7 @@ func (s *session) run(ctx context.Context) {
 			}
 			continue
 		}
-		rf := &rawFetch{resp: resp, from: s.next.Clone(), ends: ends, broker: s.l.broker, hooks: s.fr.hooks}
+		rf := &rawFetch{resp: resp, from: s.next.Clone(), ends: ends, epochs: epochs, broker: s.l.broker, hooks: s.fr.hooks}
 		records, bytes := rf.size()
 		s.fr.buffer(records, bytes)
 		if h := testHookHandingOn.Load(); h != nil {
@@ -504,6 +517,9 @@ func (s *session) run(ctx context.Context) {
 		case s.f.out <- fetched{raw: rf}:
 			s.fr.buffer(-records, -bytes)
 			s.next.Merge(ends)
+			if s.f.epochs != nil {
+				s.f.epochs.update(epochs)
+			}
 		case <-ctx.Done():
 			s.fr.buffer(-records, -bytes)
 			return
@@ -529,6 +545,15 @@ func (s *session) giveUp(ctx context.Context, parts Offsets, why error) {
 	// The fetcher takes from lost until every session has ended, whether
 	// it stops them or not.
 	s.lost <- lostPartitions{next: gone, why: why}
+}
+
+// lastEpoch is the leader epoch of the batch a partition's next offset
+// follows, -1 if unknown.
+func (s *session) lastEpoch(topic string, partition int32) int32 {
+	if s.f == nil || s.f.epochs == nil {
+		return -1
+	}
+	return s.f.epochs.lookup(topic, partition)
 }
 
 // request is the next Fetch: every partition of the session from its next
@@ -561,6 +586,7 @@ func (s *session) request() *kmsg.FetchRequest {
 		rp := kmsg.NewFetchRequestTopicPartition()
 		rp.Partition = id.partition
 		rp.CurrentLeaderEpoch = s.l.epochs[id.topic][id.partition]
+		rp.LastFetchedEpoch = s.lastEpoch(id.topic, id.partition) // Fetch v12+: the leader checks its log holds it up to o
 		rp.FetchOffset = o
 		rp.PartitionMaxBytes = share
 		rt.Partitions = append(rt.Partitions, rp)
@@ -576,8 +602,8 @@ func (s *session) request() *kmsg.FetchRequest {
 // (a broker's fault; franz-go's consumer drops the repeat too) is read
 // once: its repeat is renamed partition -1, which nothing asked for, so
 // that its records are not decoded and emitted a second time.
-func (s *session) read(resp *kmsg.FetchResponse) (ends Offsets, cut bool, failed Offsets, why error) {
-	ends, failed = Offsets{}, Offsets{}
+func (s *session) read(resp *kmsg.FetchResponse) (ends, epochs Offsets, cut bool, failed Offsets, why error) {
+	ends, epochs, failed = Offsets{}, Offsets{}, Offsets{}
 	seen := make(map[partitionID]bool, s.next.Len())
 	for ti := range resp.Topics {
 		rt := &resp.Topics[ti]
@@ -597,7 +623,11 @@ func (s *session) read(resp *kmsg.FetchResponse) (ends Offsets, cut bool, failed
 				continue
 			}
 			seen[id] = true
-			if err := partitionError(rp); err != nil {
+			err := partitionError(rp)
+			if err == nil {
+				err = diverged(rp, from, s.lastEpoch(t, rp.Partition))
+			}
+			if err != nil {
 				failed.Set(t, rp.Partition, from)
 				if why == nil || retriable(why) && !retriable(err) {
 					why = fmt.Errorf("fetch %s/%d from offset %d: %w", t, rp.Partition, from, err)
@@ -608,17 +638,18 @@ func (s *session) read(resp *kmsg.FetchResponse) (ends Offsets, cut bool, failed
 			// of the fetch (the broker stretches the share to a whole
 			// batch only for the first partition of the response that
 			// has data): nothing of it is read, and it is asked again.
-			end, err := nextOffset(t, rp, from)
+			end, epoch, err := nextOffset(t, rp, from)
 			switch {
 			case err != nil:
 				failed.Set(t, rp.Partition, from)
 				why = fmt.Errorf("fetch %s/%d: %w", t, rp.Partition, err) // permanent: it goes first
 			case end > from:
 				ends.Set(t, rp.Partition, end)
+				epochs.Set(t, rp.Partition, int64(epoch))
 			case len(rp.RecordBatches) > 0:
 				cut = true
 			}
 		}
 	}
-	return ends, cut, failed, why
+	return ends, epochs, cut, failed, why
 }

@@ -67,7 +67,7 @@ func TestAFetchFromAnOffsetOutOfRangeStopsTheReader(t *testing.T) {
 	topic := kafkatest.Topic(t, b, 1)
 	produce(t, b, topic, 1, 10)
 	cfg := testConfig(b, topic).withDefaults()
-	r := newReader(0, cfg, Offsets{topic: {0: 1000}}, nil, testLog(t))
+	r := newReader(0, cfg, Offsets{topic: {0: 1000}}, nil, nil, testLog(t))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	err := r.Run(ctx, &recorder{})
@@ -131,7 +131,7 @@ func TestNextOffsetReadsTheBatchesHeaders(t *testing.T) {
 		{"nothing", nil, 7, 7},
 	} {
 		rp := &kmsg.FetchResponseTopicPartition{RecordBatches: c.bytes}
-		if got, err := nextOffset("t", rp, c.from); err != nil || got != c.want {
+		if got, _, err := nextOffset("t", rp, c.from); err != nil || got != c.want {
 			t.Errorf("%s: next offset %d (%v), want %d", c.name, got, err, c.want)
 		}
 		// The decoder agrees on the records it finds.
@@ -353,7 +353,7 @@ func TestADamagedBatchFailsTheFetchRatherThanBeSkipped(t *testing.T) {
 	bytes := append(batch(0, 3, 0, nil), batch(3, 4, 1, []byte("not gzip at all"))...)
 	bytes = append(bytes, batch(7, 2, 0, nil)...)
 	rp := kmsg.FetchResponseTopicPartition{Partition: 0, RecordBatches: bytes}
-	if end, err := nextOffset("t", &rp, 0); err != nil || end != 9 {
+	if end, _, err := nextOffset("t", &rp, 0); err != nil || end != 9 {
 		t.Fatalf("next offset %d (%v), want 9", end, err)
 	}
 	resp := &kmsg.FetchResponse{Topics: []kmsg.FetchResponseTopic{{Topic: "t", Partitions: []kmsg.FetchResponseTopicPartition{rp}}}}
@@ -388,7 +388,7 @@ func TestAnUnreadableMessageIsDamagedNotCut(t *testing.T) {
 	old[len(old)-1] ^= 0xff // its CRC no longer matches
 	for name, b := range map[string][]byte{"short v2 batch": short, "v1 message with a bad CRC": old} {
 		rp := &kmsg.FetchResponseTopicPartition{RecordBatches: b}
-		if end, err := nextOffset("t", rp, 5); !errors.Is(err, errDamaged) || end != 5 {
+		if end, _, err := nextOffset("t", rp, 5); !errors.Is(err, errDamaged) || end != 5 {
 			t.Errorf("%s: next offset %d, error %v; want 5 and a damaged batch", name, end, err)
 		}
 		if retriable(fmt.Errorf("fetch t/0: %w", errDamaged)) {
@@ -473,7 +473,7 @@ func collect(ctx context.Context, t *testing.T, f *fetchers) *recorder {
 func fetchPartitionZero(t *testing.T, cfg Options, topic string) (context.Context, *fetchers) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	f, err := startFetchers(ctx, 0, cfg, fetchPartitionFloor, Offsets{topic: {0: 0}}, nil, testLog(t))
+	f, err := startFetchers(ctx, 0, cfg, fetchPartitionFloor, Offsets{topic: {0: 0}}, nil, nil, testLog(t))
 	if err != nil {
 		cancel()
 		t.Fatal(err)
@@ -492,7 +492,7 @@ func TestAPartitionAResponseHoldsTwiceIsEmittedOnce(t *testing.T) {
 		{Topic: "t", Partitions: []kmsg.FetchResponseTopicPartition{part}},
 	}}
 	s := &session{next: Offsets{"t": {0: 0}}}
-	ends, cut, failed, why := s.read(resp)
+	ends, _, cut, failed, why := s.read(resp)
 	if end, _ := ends.Lookup("t", 0); end != 3 || ends.Len() != 1 || cut || failed.Len() != 0 || why != nil {
 		t.Fatalf("read: ends %s, cut %v, failed %s, %v; want t/0 to 3", ends, cut, failed, why)
 	}

@@ -17,6 +17,7 @@ type rawFetch struct {
 	resp   *kmsg.FetchResponse // its topics named (session.read)
 	from   Offsets             // the offset each partition was fetched from
 	ends   Offsets             // the offset after it, by the batches' headers (nextOffset)
+	epochs Offsets             // the leader epoch of the batch each end follows, where known
 	broker kgo.BrokerMetadata  // the leader that answered, for the hooks
 	hooks  []kgo.HookFetchBatchRead
 }
@@ -90,39 +91,43 @@ func (rf *rawFetch) decode() kgo.Fetches {
 var errDamaged = errors.New("damaged record batch")
 
 // nextOffset returns the offset to fetch partition rp from after this
-// response, which was asked for it from offset from. It reads the record
+// response, which was asked for it from offset from, and the leader epoch
+// of the batch that offset follows (-1: unknown). It reads the record
 // batches' headers (magic 2, the format Kafka writes since 0.11: first
-// offset int64, length int32, leader epoch int32, magic int8, CRC int32,
-// attributes int16, last offset delta int32) without decoding a record. A
-// partial batch at the end (cut by the fetch's byte limit) is left for the
-// next fetch, as the decoder leaves it. Older message sets, which a topic
-// may still hold from before, are decoded to find their end; one the
-// decoder cannot read, or a batch too short for its header, is errDamaged.
-func nextOffset(topic string, rp *kmsg.FetchResponseTopicPartition, from int64) (int64, error) {
+// offset int64, length int32, partition leader epoch int32, magic int8,
+// CRC int32, attributes int16, last offset delta int32) without decoding
+// a record. A partial batch at the end (cut by the fetch's byte limit) is
+// left for the next fetch, as the decoder leaves it. Older message sets,
+// which a topic may still hold from before, are decoded to find their end
+// (they have no epoch); one the decoder cannot read, or a batch too short
+// for its header, is errDamaged.
+func nextOffset(topic string, rp *kmsg.FetchResponseTopicPartition, from int64) (next int64, epoch int32, err error) {
 	const (
 		magicAt = 16 // the byte that says which format follows
 		header  = 27 // a batch's header up to and including the last offset delta
 	)
-	next := from
+	next, epoch = from, -1
 	for b := rp.RecordBatches; len(b) > magicAt; {
 		length := int64(int32(binary.BigEndian.Uint32(b[8:]))) + 12
 		if int64(len(b)) < length {
 			break // cut short by the fetch's byte limit
 		}
 		if length <= magicAt || b[magicAt] == 2 && length < header {
-			return from, fmt.Errorf("%w: %d bytes at offset %d", errDamaged, length, int64(binary.BigEndian.Uint64(b)))
+			return from, -1, fmt.Errorf("%w: %d bytes at offset %d", errDamaged, length, int64(binary.BigEndian.Uint64(b)))
 		}
 		if b[magicAt] != 2 {
 			fp, next := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{
 				Offset: from, IsolationLevel: kgo.ReadCommitted(), Topic: topic, Partition: rp.Partition,
 			}, rp, decompressor, nil)
 			if fp.Err != nil {
-				return from, fmt.Errorf("%w: %w", errDamaged, fp.Err)
+				return from, -1, fmt.Errorf("%w: %w", errDamaged, fp.Err)
 			}
-			return next, nil
+			return next, -1, nil
 		}
-		next = max(next, int64(binary.BigEndian.Uint64(b))+int64(int32(binary.BigEndian.Uint32(b[23:])))+1)
+		if end := int64(binary.BigEndian.Uint64(b)) + int64(int32(binary.BigEndian.Uint32(b[23:]))) + 1; end > next {
+			next, epoch = end, int32(binary.BigEndian.Uint32(b[12:]))
+		}
 		b = b[length:]
 	}
-	return next, nil
+	return next, epoch, nil
 }

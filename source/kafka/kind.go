@@ -43,11 +43,14 @@ type Config struct {
 	FetchesInFlight int `yaml:"fetches_in_flight" default:"2" doc:"fetches a reader keeps in flight, 1 to 16: one client each over a share of its partitions (no more clients than partitions), each holding up to two fetches"`
 	// OnPositionLost is what a restart does when a checkpointed position no
 	// longer applies: the topic was deleted and recreated (its topic ID
-	// changed), or the offset lies outside the partition's log (records
-	// deleted by retention before they were read, a truncated log, an
-	// impossible offset). fail refuses to start, naming each partition;
-	// earliest starts those partitions from their log start.
-	OnPositionLost string `yaml:"on_position_lost" default:"fail" enum:"fail,earliest" doc:"fail | earliest: when a checkpointed position no longer applies (topic recreated, offset outside the log)"`
+	// changed), the offset lies outside the partition's log (records
+	// deleted by retention before they were read, an impossible offset),
+	// or the log was truncated below it (its leader ends the epoch the
+	// position was read in before it: an unclean leader election, see
+	// epoch.go). fail refuses to start, naming each partition; earliest
+	// starts those partitions from their log start, a truncated log's from
+	// where it diverged.
+	OnPositionLost string `yaml:"on_position_lost" default:"fail" enum:"fail,earliest" doc:"fail | earliest: when a checkpointed position no longer applies (topic recreated, offset outside the log, log truncated below it); earliest goes on from the log start (a truncated log: from where it diverged)"`
 }
 
 // maxFetch is the most a fetch setting may ask for (the protocol's int32).

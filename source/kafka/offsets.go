@@ -25,6 +25,16 @@ func (o Offsets) Lookup(topic string, partition int32) (int64, bool) {
 	return n, ok
 }
 
+// Delete forgets one partition.
+func (o Offsets) Delete(topic string, partition int32) {
+	if ps := o[topic]; ps != nil {
+		delete(ps, partition)
+		if len(ps) == 0 {
+			delete(o, topic)
+		}
+	}
+}
+
 // Clone returns a deep copy.
 func (o Offsets) Clone() Offsets {
 	c := make(Offsets, len(o))

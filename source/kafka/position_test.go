@@ -22,7 +22,7 @@ import (
 func TestPositionsRoundTripWithTopicIDsAndOldOnesStillDecode(t *testing.T) {
 	o := Offsets{}
 	o.Set("orders", 0, 7)
-	b, err := encodePosition(o, map[string]kadm.TopicID{"orders": {1, 2, 3}})
+	b, err := encodePosition(o, nil, map[string]kadm.TopicID{"orders": {1, 2, 3}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +74,7 @@ func TestARecreatedTopicIsNotReadFromTheOldOffsets(t *testing.T) {
 	o := Offsets{}
 	o.Set(topic, 0, 30)
 	o.Set(topic, 1, 40)
-	pos, err := encodePosition(o, s.ids)
+	pos, err := encodePosition(o, nil, s.ids)
 	s.Close()
 	if err != nil {
 		t.Fatal(err)
@@ -220,7 +220,7 @@ func TestADeadPredecessorsCommitOfAnotherTopicIsNotALiveInstance(t *testing.T) {
 	// hold the topic too: its offset is not committed, since the job no
 	// longer reads it.
 	o.Set(dropped, 0, 7)
-	pos, err := encodePosition(o, nil)
+	pos, err := encodePosition(o, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,6 +243,8 @@ func TestADeadPredecessorsCommitOfAnotherTopicIsNotALiveInstance(t *testing.T) {
 // the offset after the last record: there, once retention had deleted the
 // whole log, a restore was refused as 4 records lost though every
 // committed record had been read (and the partition's lag stayed above 0).
+// The position's leader epoch is the markers' (the real broker writes them
+// in its epoch), which a restore checks against the broker's log.
 func TestAPositionMovesPastTheMarkersAfterItsLastRecord(t *testing.T) {
 	b := kafkatest.RealCluster(t)
 	topic := kafkatest.Topic(t, b, 1)
@@ -300,6 +302,13 @@ func TestAPositionMovesPastTheMarkersAfterItsLastRecord(t *testing.T) {
 	if want := "true-0 true-1 true-2"; strings.Join(got, " ") != want {
 		t.Fatalf("records %q, want %s", got, want)
 	}
+	// The markers moved the position's leader epoch along (epoch.go), and
+	// the broker's answer for it holds the position: a restore from it is
+	// not a truncated log.
+	if e, ok := r.epochs.Lookup(topic, 0); !ok || e != 0 {
+		t.Fatalf("the position's leader epoch: %d (%v), want 0, the markers'", e, ok)
+	}
+	epochs := r.epochs.Clone()
 
 	adm := kafkatest.Admin(t, b)
 	del := kadm.Offsets{}
@@ -307,7 +316,7 @@ func TestAPositionMovesPastTheMarkersAfterItsLastRecord(t *testing.T) {
 	if _, err := adm.DeleteRecords(ctx, del); err != nil {
 		t.Fatal(err)
 	}
-	restored, err := Open(ctx, cfg, &position{Offsets: at}, testLog(t))
+	restored, err := Open(ctx, cfg, &position{Offsets: at, Epochs: epochs}, testLog(t))
 	if err != nil {
 		t.Fatalf("restore at %s after retention: %v", at, err)
 	}

@@ -40,6 +40,7 @@ type Reader struct {
 	log       zerolog.Logger
 	control   chan control
 	positions Offsets                 // next offset per owned partition; owned by Run
+	epochs    Offsets                 // the leader epoch of the batch each position follows, where known (epoch.go); owned by Run
 	ids       map[string]kadm.TopicID // the topics' IDs, recorded with the positions; read-only
 	lag       lagTable                // see lag.go
 	fetch     fetchSizer              // its fetches' partition share; owned by Run
@@ -50,7 +51,7 @@ type Reader struct {
 	suspended bool
 }
 
-func newReader(index int, cfg Options, starts Offsets, ids map[string]kadm.TopicID, log zerolog.Logger) *Reader {
+func newReader(index int, cfg Options, starts, epochs Offsets, ids map[string]kadm.TopicID, log zerolog.Logger) *Reader {
 	r := &Reader{
 		index:     index,
 		cfg:       cfg,
@@ -58,6 +59,7 @@ func newReader(index int, cfg Options, starts Offsets, ids map[string]kadm.Topic
 		log:       log.With().Int("reader", index).Logger(),
 		control:   make(chan control, 1024),
 		positions: starts.Clone(),
+		epochs:    epochs.Clone(),
 		fetch:     newFetchSizer(cfg.FetchMaxPartitionBytes),
 	}
 	r.lag.setNext(starts)
@@ -108,7 +110,7 @@ func (r *Reader) add(ctx context.Context, o Offsets) error {
 // triggered, barriers to em. It returns ctx's error on a normal stop, once
 // its clients are closed (fetchers.go).
 func (r *Reader) Run(ctx context.Context, em source.Emitter) error {
-	f, err := startFetchers(ctx, r.index, r.cfg, r.fetch.current, r.positions, r.ids, r.log)
+	f, err := startFetchers(ctx, r.index, r.cfg, r.fetch.current, r.positions, r.epochs, r.ids, r.log)
 	if err != nil {
 		return err
 	}
@@ -131,7 +133,7 @@ func (r *Reader) Run(ctx context.Context, em source.Emitter) error {
 			if x.err != nil {
 				return fmt.Errorf("reader %d: %w", r.index, x.err)
 			}
-			if err := r.emit(ctx, f, x.raw.decode(), x.raw.ends, em); err != nil {
+			if err := r.emit(ctx, f, x.raw.decode(), x.raw.ends, x.raw.epochs, em); err != nil {
 				return err
 			}
 		}
@@ -141,7 +143,7 @@ func (r *Reader) Run(ctx context.Context, em source.Emitter) error {
 func (r *Reader) handle(ctx context.Context, f *fetchers, c control, em source.Emitter) error {
 	switch c.kind {
 	case ctlTrigger:
-		pos, err := encodePosition(r.positions, r.ids)
+		pos, err := encodePosition(r.positions, r.epochs, r.ids)
 		if err != nil {
 			return fmt.Errorf("reader %d: encode offsets: %w", r.index, err)
 		}
@@ -180,8 +182,11 @@ func (r *Reader) handle(ctx context.Context, f *fetchers, c control, em source.E
 // record, a transactional partition's position stayed on its last
 // marker: its lag never reached 0, and once retention had deleted the
 // whole log, a restore from it was refused as records lost
-// (on_position_lost) though every record had been read.
-func (r *Reader) emit(ctx context.Context, f *fetchers, fs kgo.Fetches, ends Offsets, em source.Emitter) error {
+// (on_position_lost) though every record had been read. Each position
+// keeps the leader epoch of the batch it follows (epochs: those of ends):
+// a later epoch's marker after a record moves the position into that
+// epoch.
+func (r *Reader) emit(ctx context.Context, f *fetchers, fs kgo.Fetches, ends, epochs Offsets, em source.Emitter) error {
 	if r.suspended {
 		return nil
 	}
@@ -199,11 +204,13 @@ func (r *Reader) emit(ctx context.Context, f *fetchers, fs kgo.Fetches, ends Off
 		topic     string
 		partition int32
 		next      int64
+		epoch     int32
 		n, size   int // records and their bytes, for the fetch sizer
 	)
 	savePosition := func() {
 		if have {
 			r.positions.Set(topic, partition, next)
+			setEpoch(r.epochs, topic, partition, epoch)
 		}
 	}
 	fs.EachRecord(func(kr *kgo.Record) {
@@ -213,7 +220,7 @@ func (r *Reader) emit(ctx context.Context, f *fetchers, fs kgo.Fetches, ends Off
 		if have && (partition != kr.Partition || topic != kr.Topic) {
 			savePosition()
 		}
-		have, topic, partition, next = true, kr.Topic, kr.Partition, kr.Offset+1
+		have, topic, partition, next, epoch = true, kr.Topic, kr.Partition, kr.Offset+1, kr.LeaderEpoch
 		n, size = n+1, size+len(kr.Key)+len(kr.Value)
 		batch = append(batch, convert(kr))
 		kr.Recycle() // the copy keeps Key, Value and Headers; kgo reuses the Record
@@ -242,6 +249,11 @@ func (r *Reader) emit(ctx context.Context, f *fetchers, fs kgo.Fetches, ends Off
 			for p, end := range ps {
 				if at, ok := r.positions.Lookup(t, p); ok && end > at {
 					r.positions.Set(t, p, end)
+					e, ok := epochs.Lookup(t, p)
+					if !ok {
+						e = -1
+					}
+					setEpoch(r.epochs, t, p, int32(e))
 				}
 			}
 		}

@@ -38,6 +38,9 @@ type Source struct {
 
 	mu    sync.Mutex
 	known Offsets // every partition ever handed to a reader, with its start
+	// epochs: the leader epoch of the batch each restored start follows,
+	// where the checkpoint knows it (epoch.go); set by resolve.
+	epochs Offsets
 }
 
 // Open connects, resolves the start of every partition of the configured
@@ -73,7 +76,7 @@ func Open(ctx context.Context, cfg Options, restored *position, log zerolog.Logg
 	s.known = starts.Clone()
 	s.readers = make([]*Reader, cfg.Readers)
 	for i := range s.readers {
-		s.readers[i] = newReader(i, cfg, s.owned(i, starts), s.ids, log)
+		s.readers[i] = newReader(i, cfg, s.owned(i, starts), s.owned(i, s.epochs), s.ids, log)
 	}
 	s.markOK()
 	s.refreshLag(ctx)
@@ -188,7 +191,7 @@ func (s *Source) resolve(ctx context.Context, restored *position) (Offsets, erro
 		return nil, err
 	}
 	if restored != nil {
-		if err := s.checkRestored(restored, ids, starts, ends); err != nil {
+		if err := s.checkRestored(ctx, restored, ids, starts, ends); err != nil {
 			return nil, err
 		}
 	}
@@ -206,6 +209,7 @@ func (s *Source) resolve(ctx context.Context, restored *position) (Offsets, erro
 		}
 	}
 	out := starts.Clone()
+	s.epochs = Offsets{}
 	if restored == nil && s.cfg.StartOffset == StartLatest {
 		// The last stable offset, as the Java consumer's "latest" under
 		// read_committed: from the high watermark, a transaction open at
@@ -219,6 +223,9 @@ func (s *Source) resolve(ctx context.Context, restored *position) (Offsets, erro
 			end, _ := ends.Lookup(t, p)
 			if n, ok := restored.lookup(t, p); ok {
 				out.Set(t, p, n)
+				if e, ok := restored.Epochs.Lookup(t, p); ok {
+					s.epochs.Set(t, p, e)
+				}
 				continue
 			}
 			if c, ok := committed.Lookup(t, p); ok && c.Err == nil && c.At >= start && c.At <= end {
