@@ -194,7 +194,11 @@ func (s *Sink) AbortTxn(ctx context.Context, restored []sink.Committable, id str
 // aborted and its records are produced again from the log in a new
 // transaction that carries the writer's progress marker. It refuses an id
 // whose open transaction no completed checkpoint needs (its records belong
-// to a checkpoint that did not complete: abort it).
+// to a checkpoint that did not complete: abort it), and one while an
+// earlier checkpoint's transaction of the same writer is still needed: the
+// marker says the writer's output is committed up to a checkpoint, so
+// committing the later one first would count the earlier one's records as
+// committed, and nothing would ever make them visible.
 func (s *Sink) CommitTxn(ctx context.Context, restored []sink.Committable, id string) (TxnState, error) {
 	t, err := s.one(ctx, restored, id)
 	if err != nil {
@@ -206,6 +210,16 @@ func (s *Sink) CommitTxn(ctx context.Context, restored []sink.Committable, id st
 			why = "no completed checkpoint needs its open transaction (its records belong to a checkpoint that did not complete; the restart writes them again): abort it"
 		}
 		return t, fmt.Errorf("transaction %s: nothing to commit: %s", id, why)
+	}
+	all, err := s.Transactions(ctx, restored)
+	if err != nil {
+		return t, err
+	}
+	for _, o := range all {
+		if o.Writer == t.Writer && o.Needed && o.Checkpoint < t.Checkpoint {
+			return t, fmt.Errorf("transaction %s holds the output of checkpoint %d, and %s that of checkpoint %d, of the same writer, not committed yet: commit %s first (a writer's output is committed in checkpoint order), or start the job, which commits both",
+				id, t.Checkpoint, o.ID, o.Checkpoint, o.ID)
+		}
 	}
 	if err := s.abortID(ctx, id); err != nil {
 		return t, err

@@ -97,3 +97,56 @@ func TestOperatorListsAbortsAndCommitsLingeringTransactions(t *testing.T) {
 		t.Fatalf("visible after a restart: %d records, want 30 once", len(got))
 	}
 }
+
+// TestTxnsCommitGoesInCheckpointOrder: checkpoint 1 failed (its
+// transaction carried), checkpoint 2 completed, and the process died
+// before committing: the restorable checkpoint 2 names two open
+// transactions of writer 0, both needed. `txns commit` of checkpoint 2's
+// first is refused, naming checkpoint 1's: it wrote the writer's progress
+// marker 2, after which checkpoint 1's records counted as committed,
+// could be aborted, and no restart made them visible. In order, both
+// commit, and a restart after shows each record once.
+func TestTxnsCommitGoesInCheckpointOrder(t *testing.T) {
+	b := kafkatest.RealCluster(t)
+	topic := kafkatest.Topic(t, b, 3)
+	s := testSink(t, b, topic, topic, nil)
+	recover_(t, s, nil)
+	w := newTestWriter(t, s, 0)
+	write(t, w, 0, 10)
+	preCommit(t, w, 1) // checkpoint 1 fails: carried
+	write(t, w, 10, 20)
+	cs := preCommit(t, w, 2) // checkpoint 2 completes; the process dies
+	if len(cs) != 2 {
+		t.Fatalf("%d committables, want checkpoint 1's carried and checkpoint 2's", len(cs))
+	}
+	first, second := txnOf(t, cs[0]), txnOf(t, cs[1])
+	if cs[0].Checkpoint > cs[1].Checkpoint {
+		first, second = second, first
+	}
+
+	op := testSink(t, b, topic, topic, nil)
+	if _, err := op.CommitTxn(ctx, cs, second); err == nil || !strings.Contains(err.Error(), "commit "+first+" first") {
+		t.Fatalf("commit of checkpoint 2's transaction before checkpoint 1's: %v, want a refusal naming %s", err, first)
+	}
+	txns, err := op.Transactions(ctx, cs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range txns {
+		if (x.ID == first || x.ID == second) && (!x.Open() || !x.Needed) {
+			t.Fatalf("after the refusal %s is open %v, needed %v; want both transactions open and needed", x.ID, x.Open(), x.Needed)
+		}
+	}
+	for _, id := range []string{first, second} {
+		if _, err := op.CommitTxn(ctx, cs, id); err != nil {
+			t.Fatalf("commit of %s: %v", id, err)
+		}
+	}
+	if got := committedValues(t, b, topic, 20); !slices.Equal(got, values(0, 20)) {
+		t.Fatalf("visible after both commits: %d records, want the 20", len(got))
+	}
+	recover_(t, testSink(t, b, topic, topic, nil), cs)
+	if got := committedValues(t, b, topic, 20); !slices.Equal(got, values(0, 20)) {
+		t.Fatalf("visible after a restart from checkpoint 2: %d records, want the 20 once each", len(got))
+	}
+}

@@ -181,19 +181,7 @@ func TestARecordTooLargeIsABadRecordNotAFailedTransaction(t *testing.T) {
 	b := kafkatest.RealCluster(t)
 	topic := kafkatest.Topic(t, b, 1)
 	s := testSink(t, b, topic, topic, nil)
-	v := "400"
-	if _, err := s.adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "max.message.bytes", Value: &v}}, topic); err != nil {
-		t.Fatal(err)
-	}
-	// The controller takes the change before the broker's metadata has it:
-	// the sink would read the old limit. Wait until the broker says 400.
-	deadline := time.Now().Add(20 * time.Second)
-	for !topicConfigIs(t, s.adm, topic, "max.message.bytes", v) {
-		if time.Now().After(deadline) {
-			t.Fatalf("max.message.bytes of %s is not %s 20 s after it was set", topic, v)
-		}
-		time.Sleep(20 * time.Millisecond) // polling a condition, not hiding a race
-	}
+	limitRecords(t, s, topic, "400")
 	recover_(t, s, nil)
 	w := newTestWriter(t, s, 0)
 	write(t, w, 0, 3)
@@ -209,6 +197,57 @@ func TestARecordTooLargeIsABadRecordNotAFailedTransaction(t *testing.T) {
 	}
 	if got := committedValues(t, b, topic, 40); !slices.Equal(got, values(0, 40)) {
 		t.Fatalf("visible: %v", got)
+	}
+}
+
+// limitRecords sets topic's max.message.bytes and waits until the broker
+// describes it: the controller takes the change before the broker's
+// metadata has it, and the sink would read the old limit.
+func limitRecords(t *testing.T, s *Sink, topic, bytes string) {
+	t.Helper()
+	if _, err := s.adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "max.message.bytes", Value: &bytes}}, topic); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for !topicConfigIs(t, s.adm, topic, "max.message.bytes", bytes) {
+		if time.Now().After(deadline) {
+			t.Fatalf("max.message.bytes of %s is not %s 20 s after it was set", topic, bytes)
+		}
+		time.Sleep(20 * time.Millisecond) // polling a condition, not hiding a race
+	}
+}
+
+// TestOriginHeadersCountTowardsTheRecordLimit: with origin_headers, a
+// record that fits max.message.bytes without its origin headers but not
+// with them is a bad record at Write. It passed Write before, the broker
+// refused its batch (MESSAGE_TOO_LARGE), the pre-commit failed, and the
+// restart met the same record again, forever, where the bad-record policy
+// should have taken it. One that fits with them is written.
+func TestOriginHeadersCountTowardsTheRecordLimit(t *testing.T) {
+	b := kafkatest.RealCluster(t)
+	topic := kafkatest.Topic(t, b, 1)
+	s := testSink(t, b, topic, topic, func(c *Config) { c.OriginHeaders = true })
+	limitRecords(t, s, topic, "1000")
+	recover_(t, s, nil)
+	w := newTestWriter(t, s, 0)
+	write(t, w, 0, 3)
+	r := recordOf(make([]byte, 880)) // 880 + 101 of framing fit 1000; with ~100 bytes of origin headers they do not
+	r.Topic, r.Offset = "orders-input", 123456789
+	if err := w.Write(ctx, r); !errors.Is(err, sink.ErrBadRecord) {
+		t.Fatalf("Write of 880 bytes and origin headers under a limit of 1000: %v, want ErrBadRecord", err)
+	}
+	fits := recordOf(make([]byte, 700))
+	fits.Topic = "orders-input"
+	if err := w.Write(ctx, fits); err != nil {
+		t.Fatalf("Write of 700 bytes and origin headers under a limit of 1000: %v", err)
+	}
+	write(t, w, 3, 10)
+	cs := preCommit(t, w, 1)
+	if err := s.Commit(ctx, cs); err != nil {
+		t.Fatal(err)
+	}
+	if got := committedValues(t, b, topic, 11); len(got) != 11 {
+		t.Fatalf("visible: %d records, want the 10 and the one of 700 bytes", len(got))
 	}
 }
 

@@ -27,8 +27,12 @@ const maxProduceBytes = 1_000_012
 
 // batchOverhead bounds the framing of a batch holding one record: the
 // batch header (61 bytes) and the record's lengths, offsets and header
-// counts.
-const batchOverhead = 61 + 40
+// count; headerOverhead that of each header (its key's and value's
+// lengths, varints of up to 5 bytes).
+const (
+	batchOverhead  = 61 + 40
+	headerOverhead = 10
+)
 
 // writer is one worker's producer: a transaction open from its first record
 // after a pre-commit to the next pre-commit, then held until its checkpoint
@@ -184,16 +188,22 @@ func (w *writer) record(ctx context.Context, r *record.Record) (*kgo.Record, err
 	if w.s.cfg.Partitioning == PartitionSameInput {
 		kr.Partition = r.Partition
 	}
-	size := len(kr.Key) + len(kr.Value)
 	for _, h := range r.Headers {
 		kr.Headers = append(kr.Headers, kgo.RecordHeader{Key: h.Key, Value: h.Value})
-		size += len(h.Key) + len(h.Value)
 	}
 	if w.s.cfg.OriginHeaders {
 		kr.Headers = append(kr.Headers,
 			kgo.RecordHeader{Key: "connector.source.topic", Value: []byte(r.Topic)},
 			kgo.RecordHeader{Key: "connector.source.partition", Value: []byte(strconv.Itoa(int(r.Partition)))},
 			kgo.RecordHeader{Key: "connector.source.offset", Value: []byte(strconv.FormatInt(r.Offset, 10))})
+	}
+	// Every header counts, the origin headers too: a record over the
+	// limit only with them passed here, the broker refused its batch, and
+	// the restart met it again, forever, where its bad-record policy
+	// should have taken it.
+	size := len(kr.Key) + len(kr.Value)
+	for _, h := range kr.Headers {
+		size += len(h.Key) + len(h.Value) + headerOverhead
 	}
 	info, err := w.s.topic(ctx, kr.Topic)
 	switch {
