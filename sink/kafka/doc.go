@@ -69,10 +69,14 @@
 //
 // A second process of a job with directories of its own is refused at
 // start once the job committed anything (the markers are ahead of its
-// checkpoint dir). Every process of a job uses the same transactional ids:
-// a second process initialising them aborts the first's open transactions and
-// fences its producers (PRODUCER_FENCED), whose commits then fail; a fenced
-// process fails and restarts, never committing output the other made. Two
+// checkpoint dir). Every process of a job uses the same transactional ids,
+// and Recover initialises every one of them the brokers know: a second
+// process aborts the first's open transactions and fences its producers,
+// idle slots' too (PRODUCER_FENCED), whose commits then fail; a fenced
+// process fails and restarts, never committing output the other made. (A
+// slot the first process never used is not fenced until the second uses
+// it; a writer takes its slots round robin, so within its first few
+// checkpoints. Until then, the checks below keep the two apart.) Two
 // processes of one job on the same directories are refused by the
 // checkpoint store's locks before that; on different directories the
 // source notices the other through the group's commits.

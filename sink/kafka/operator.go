@@ -269,6 +269,18 @@ const abortWait = 20 * time.Second
 
 // abortID aborts the open transaction of id by initialising the id.
 func (s *Sink) abortID(ctx context.Context, id string) error {
+	if err := s.initID(ctx, id); err != nil {
+		return fmt.Errorf("abort the open transaction of %s: %w", id, err)
+	}
+	s.stats.aborts.Add(1)
+	s.log.Info().Str("txn", id).Msg("kafka sink: aborted a transaction left open")
+	return nil
+}
+
+// initID initialises the transactional id id (InitProducerID): a
+// transaction open on it is aborted (one already committing is waited
+// for), and every producer that initialised it before is fenced.
+func (s *Sink) initID(ctx context.Context, id string) error {
 	cl, err := s.client(id)
 	if err != nil {
 		return err
@@ -279,13 +291,11 @@ func (s *Sink) abortID(ctx context.Context, id string) error {
 	// so that a transaction that does not end is said and looked at again.
 	ictx, cancel := context.WithTimeout(ctx, abortWait)
 	defer cancel()
-	if _, _, err := cl.ProducerID(ictx); err != nil { // initialising the id aborts its open transaction
+	if _, _, err := cl.ProducerID(ictx); err != nil {
 		if ictx.Err() != nil && ctx.Err() == nil {
 			err = fmt.Errorf("the coordinator did not end it within %v: %w", abortWait, err)
 		}
-		return fmt.Errorf("abort the open transaction of %s: %w", id, err)
+		return err
 	}
-	s.stats.aborts.Add(1)
-	s.log.Info().Str("txn", id).Msg("kafka sink: aborted a transaction left open")
 	return nil
 }

@@ -55,7 +55,7 @@ func (s *Sink) recover(ctx context.Context, restored []sink.Committable) error {
 	}
 	// Aborted first: a marker pending in an open transaction would make
 	// the stable read wait for the broker's transaction timeout.
-	aborted, err := s.abortOpen(ctx)
+	ended, err := s.abortOpen(ctx)
 	if err != nil {
 		return err
 	}
@@ -63,8 +63,8 @@ func (s *Sink) recover(ctx context.Context, restored []sink.Committable) error {
 	switch {
 	case err == nil:
 		s.unstableSince = time.Time{}
-	case errors.Is(err, kerr.UnstableOffsetCommit) && aborted > 0:
-		s.unstableSince = time.Time{} // the aborts just made are landing
+	case errors.Is(err, kerr.UnstableOffsetCommit) && ended > 0:
+		s.unstableSince = time.Time{} // the ends just made are landing
 	case errors.Is(err, kerr.UnstableOffsetCommit):
 		if s.unstableSince.IsZero() {
 			s.unstableSince = time.Now()
@@ -234,9 +234,12 @@ func (s *Sink) brokerConfig(ctx context.Context, key string) (int64, error) {
 	return 0, fmt.Errorf("broker config %s not found", key)
 }
 
-// abortOpen aborts every open transaction of the job the brokers list, and
-// says how many.
-func (s *Sink) abortOpen(ctx context.Context) (aborted int, err error) {
+// abortOpen ends every open transaction of the job the brokers list, and
+// says how many: it aborts them, and waits for one already committing
+// (PrepareCommit). It initialises the job's other transactional ids too:
+// every producer a process of the job made before is fenced, its idle
+// slots' as well (doc.go, Fencing).
+func (s *Sink) abortOpen(ctx context.Context) (ended int, err error) {
 	ids, err := s.listJobTxns(ctx)
 	if err != nil || len(ids) == 0 {
 		return 0, unreachable(err)
@@ -246,14 +249,22 @@ func (s *Sink) abortOpen(ctx context.Context) (aborted int, err error) {
 		return 0, unreachable(fmt.Errorf("describe transactions: %w", err))
 	}
 	for _, d := range described.Sorted() {
-		if (TxnState{State: d.State}).Open() {
+		if d.State == "Ongoing" || d.State == "PrepareAbort" || d.State == "PrepareEpochFence" {
 			if err := s.abortID(ctx, d.TxnID); err != nil {
-				return aborted, unreachable(err)
+				return ended, unreachable(err)
 			}
-			aborted++
+			ended++
+			continue
+		}
+		if err := s.initID(ctx, d.TxnID); err != nil {
+			return ended, unreachable(fmt.Errorf("fence the earlier producers of %s: %w", d.TxnID, err))
+		}
+		if d.State == "PrepareCommit" {
+			ended++
+			s.log.Info().Str("txn", d.TxnID).Msg("kafka sink: a transaction left committing has committed")
 		}
 	}
-	return aborted, nil
+	return ended, nil
 }
 
 // unstableGrace is how long Recover waits for the progress markers to turn

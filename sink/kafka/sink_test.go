@@ -490,3 +490,38 @@ func topicConfigIs(t *testing.T, adm *kadm.Client, topic, key, value string) boo
 	}
 	return false
 }
+
+// TestARestartFencesTheIdleSlotsOfTheProcessBefore: a second process of a
+// job initialises every transactional id of the job the brokers know, not
+// only those with a transaction open: the first process's producers of
+// slots that sit idle are fenced too, and its next checkpoint's output
+// never shows. Before, they kept a valid epoch until the second process
+// happened to open the same slot.
+func TestARestartFencesTheIdleSlotsOfTheProcessBefore(t *testing.T) {
+	b := kafkatest.RealCluster(t)
+	topic := kafkatest.Topic(t, b, 1)
+	s := testSink(t, b, topic, topic, nil)
+	recover_(t, s, nil)
+	w := newTestWriter(t, s, 0)
+	var cs []sink.Committable
+	for id := checkpoint.ID(1); id <= checkpoint.ID(s.slots); id++ { // every slot used once, then idle
+		write(t, w, 0, 5)
+		cs = preCommit(t, w, id)
+		if err := s.Commit(ctx, cs); err != nil {
+			t.Fatal(err)
+		}
+		w.Committed(id)
+	}
+	recover_(t, testSink(t, b, topic, topic, nil), cs) // the second process starts
+
+	write(t, w, 100, 110)
+	next := checkpoint.ID(s.slots + 1)
+	if got, err := w.PreCommit(ctx, next); err == nil {
+		if err := s.Commit(ctx, got); err == nil {
+			t.Fatalf("the first process committed checkpoint %d after a second process of the job started: its idle slot's producer was not fenced", next)
+		}
+	}
+	if got := committedValues(t, b, topic, 5*s.slots); len(got) != 5*s.slots {
+		t.Fatalf("visible: %d records, want the %d of the checkpoints before the second process, none of the fenced one's", len(got), 5*s.slots)
+	}
+}
