@@ -1,11 +1,16 @@
 package kafka
 
 import (
+	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+
 	"github.com/connector-dev/connector/internal/kafkatest"
+	"github.com/connector-dev/connector/sink"
 )
 
 func TestTransactionalIDsOfAJobAreTold(t *testing.T) {
@@ -148,5 +153,19 @@ func TestTxnsCommitGoesInCheckpointOrder(t *testing.T) {
 	recover_(t, testSink(t, b, topic, topic, nil), cs)
 	if got := committedValues(t, b, topic, 20); !slices.Equal(got, values(0, 20)) {
 		t.Fatalf("visible after a restart from checkpoint 2: %d records, want the 20 once each", len(got))
+	}
+}
+
+// TestReadingASegmentBackRefusedIsNotOutputLost: reading a transaction
+// back that the cluster refuses to the job's principal is its config
+// (ErrInvalidConfig), not pre-committed output lost (ErrCommitLost, which
+// says data is gone); records deleted by retention are.
+func TestReadingASegmentBackRefusedIsNotOutputLost(t *testing.T) {
+	refused := readBackFailed(fmt.Errorf("read back transaction x from out/0: %w", kerr.TopicAuthorizationFailed))
+	if !errors.Is(refused, sink.ErrInvalidConfig) || errors.Is(refused, sink.ErrCommitLost) || !errors.Is(refused, kerr.TopicAuthorizationFailed) {
+		t.Errorf("a refused read: %v, want ErrInvalidConfig with its cause", refused)
+	}
+	if gone := readBackFailed(kerr.OffsetOutOfRange); !errors.Is(gone, sink.ErrCommitLost) {
+		t.Errorf("a read of records deleted by retention: %v, want ErrCommitLost", gone)
 	}
 }

@@ -427,7 +427,7 @@ func (s *Sink) readSegment(ctx context.Context, seg segment) (segmentLog, error)
 			}
 		})
 		if ferr != nil {
-			return back, fmt.Errorf("%w: %w", sink.ErrCommitLost, ferr)
+			return back, readBackFailed(ferr)
 		}
 		fs.EachRecord(func(r *kgo.Record) {
 			tp := topicPartition{r.Topic, r.Partition}
@@ -491,4 +491,17 @@ func unreachable(err error) error {
 		return err
 	}
 	return fmt.Errorf("%w: %w", errUnreachable, err)
+}
+
+// readBackFailed classes an error no retry helps of reading a segment back:
+// a refused authorization is the cluster's config (the job's principal may
+// not read the output topic), not output lost; anything else (the segment
+// deleted by retention, OFFSET_OUT_OF_RANGE) is ErrCommitLost.
+func readBackFailed(err error) error {
+	for _, auth := range []error{kerr.TopicAuthorizationFailed, kerr.GroupAuthorizationFailed, kerr.ClusterAuthorizationFailed, kerr.TransactionalIDAuthorizationFailed} {
+		if errors.Is(err, auth) {
+			return fmt.Errorf("%w: %w (the job's principal must be allowed to read the output topic: a restart reads its open transactions back)", sink.ErrInvalidConfig, err)
+		}
+	}
+	return fmt.Errorf("%w: %w", sink.ErrCommitLost, err)
 }
