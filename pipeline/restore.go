@@ -43,13 +43,18 @@ type restoredJob struct {
 // restart, and a group's slot handover, waits for the longest of them, not
 // their sum. Nothing reads a record before all of them are done.
 // Everything it opens is closed with the attempt. stop, when closed, ends
-// the wait for an unreachable source.
+// every wait for a system that cannot be reached: the source's, the
+// checkpoint storage's and the sink's (its audit and its Recover retry
+// until their context ends; the next start commits the same committables
+// again, which Commit takes idempotently).
 func (a *attempt) restore(ctx context.Context, stop <-chan struct{}) (*restoredJob, error) {
 	r, err := a.loadCheckpoint(ctx, stop)
 	if err != nil {
 		return nil, err
 	}
-	snk, err := a.openSink(ctx, r)
+	sctx, scancel := untilStop(ctx, stop)
+	defer scancel()
+	snk, err := a.openSink(sctx, r)
 	if err != nil {
 		return nil, err
 	}
@@ -58,7 +63,7 @@ func (a *attempt) restore(ctx context.Context, stop <-chan struct{}) (*restoredJ
 	// or source open the recovery's retries), and their errors are its
 	// echo. A cancellation (stop, or ctx) gives way to a real error that
 	// comes after it.
-	octx, cancel := context.WithCancel(ctx)
+	octx, cancel := context.WithCancel(sctx)
 	var (
 		mu    sync.Mutex
 		cause error
