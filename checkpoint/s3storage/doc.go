@@ -15,9 +15,10 @@
 //
 // Every object is written with one PUT, which S3 makes visible whole or
 // not at all: a reader never sees half a file. The store writes the state
-// files before the metadata that references them, and deletes them after
-// the metadata that referenced them, so the metadata is the decision
-// record: a checkpoint is in storage when its chk-<id>.meta is.
+// files before the metadata that references them, and deletes them before
+// the metadata that referenced them (a checkpoint missing files does not
+// verify, so none wins a restore half deleted), so the metadata is the
+// decision record: a checkpoint is in storage when its chk-<id>.meta is.
 //
 // # One writer
 //

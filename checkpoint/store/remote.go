@@ -47,6 +47,11 @@ type remoteState struct {
 	metas map[checkpoint.ID]map[string]struct{}
 	// objects are the state files on the remote, by path.
 	objects map[string]int64
+	// damaged are the checkpoints on the remote newer than the newest
+	// valid local one whose metadata does not verify, newest first: not
+	// downloaded, and reported by LoadLatest as skipped, as a damaged
+	// local one is, so that checkpoint.on_unrestorable decides.
+	damaged []Skipped
 }
 
 const (
@@ -106,12 +111,15 @@ func (s *Store) AttachRemote(ctx context.Context, r Remote) error {
 	downloaded := 0
 	for _, id := range ids {
 		s.maxID = max(s.maxID, id)
-		buf, md, err := s.getMeta(ctx, r, id)
+		buf, md, bad, err := s.getMeta(ctx, r, id)
 		if err != nil {
 			return err
 		}
 		if md == nil {
 			rs.metas[id] = nil
+			if id > local { // newer than what is here: LoadLatest says it skipped it
+				rs.damaged = append(rs.damaged, Skipped{ID: id, Err: fmt.Errorf("in checkpoint storage %s: %w", r, bad)})
+			}
 			continue
 		}
 		rs.metas[id] = files(md)
@@ -155,28 +163,28 @@ func (s *Store) newestValid() (checkpoint.ID, map[string]struct{}, error) {
 	return newest, referenced, nil
 }
 
-// getMeta reads checkpoint id's metadata from r; a nil md (and no error)
-// when it does not verify, which is logged.
-func (s *Store) getMeta(ctx context.Context, r Remote, id checkpoint.ID) ([]byte, *checkpoint.Metadata, error) {
+// getMeta reads checkpoint id's metadata from r; a nil md, why (bad), and
+// no error when it does not verify, which is logged.
+func (s *Store) getMeta(ctx context.Context, r Remote, id checkpoint.ID) (_ []byte, _ *checkpoint.Metadata, bad, err error) {
 	rc, err := r.Get(ctx, metaName(id))
 	if err != nil {
-		return nil, nil, fmt.Errorf("checkpoint storage %s: get %s: %w", r, metaName(id), err)
+		return nil, nil, nil, fmt.Errorf("checkpoint storage %s: get %s: %w", r, metaName(id), err)
 	}
 	defer rc.Close()
 	buf, err := io.ReadAll(io.LimitReader(rc, headerSize+maxBodySize+1))
 	if err != nil {
-		return nil, nil, fmt.Errorf("checkpoint storage %s: read %s: %w", r, metaName(id), err)
+		return nil, nil, nil, fmt.Errorf("checkpoint storage %s: read %s: %w", r, metaName(id), err)
 	}
-	md, err := decode(buf)
-	if err == nil && md.ID != id {
-		err = fmt.Errorf("%w: body holds id %d", ErrCorrupt, md.ID)
+	md, bad := decode(buf)
+	if bad == nil && md.ID != id {
+		bad = fmt.Errorf("%w: body holds id %d", ErrCorrupt, md.ID)
 	}
-	if err != nil {
-		s.log.Warn().Err(err).Str("storage", r.String()).Uint64("checkpoint", uint64(id)).
+	if bad != nil {
+		s.log.Warn().Err(bad).Str("storage", r.String()).Uint64("checkpoint", uint64(id)).
 			Msg("checkpoint in storage does not verify; it is not restored")
-		return nil, nil, nil
+		return nil, nil, bad, nil
 	}
-	return buf, &md, nil
+	return buf, &md, nil, nil
 }
 
 // download copies md's state files from r into the state root, except those

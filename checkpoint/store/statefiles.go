@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -110,11 +111,16 @@ func (s *Store) Release(paths ...string) {
 }
 
 // relState turns p into a clean path relative to the state root; false if
-// it lies outside.
+// it lies outside. Both are cleaned first: the runtime joins its paths
+// (filepath.Join cleans "./data/state/..." to "data/state/..."), and
+// state.dir defaults to "./data/state", which a released path then did not
+// start with, and its deletion looked for it under the root a second time.
 func (s *Store) relState(p string) (string, bool) {
-	root := strings.TrimSuffix(s.stateRoot, "/") + "/"
-	if rel, ok := strings.CutPrefix(p, root); ok {
-		p = rel
+	p = filepath.Clean(p)
+	if root := filepath.Clean(s.stateRoot); root != "." {
+		if rel, ok := strings.CutPrefix(p, strings.TrimSuffix(root, "/")+"/"); ok {
+			p = rel
+		}
 	}
 	return p, validStatePath(p) == nil
 }
@@ -123,16 +129,19 @@ func (s *Store) relState(p string) (string, bool) {
 // references. Called with mu held.
 func (s *Store) removeReleased(referenced map[string]struct{}) error {
 	var errs []error
+	var again []string // whose deletion failed: the next Save tries again
 	for _, p := range s.released {
 		if holds(referenced, p) {
 			continue
 		}
 		if err := s.fs.RemoveAll(s.fs.PathJoin(s.stateRoot, p)); err != nil {
 			errs = append(errs, fmt.Errorf("remove released state %s: %w", p, err))
+			again = append(again, p)
+			continue
 		}
 		s.removeEmptyFullDir(p)
 	}
-	s.released = nil
+	s.released = again
 	return errors.Join(errs...)
 }
 

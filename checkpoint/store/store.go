@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -292,14 +293,30 @@ func (s *Store) LoadLatest() (md *checkpoint.Metadata, skipped []Skipped, err er
 			err = s.checkFiles(md)
 		}
 		if err == nil {
-			return md, skipped, nil
+			return md, s.withDamagedRemote(skipped, md.ID), nil
 		}
 		if !errors.Is(err, ErrCorrupt) {
 			return nil, nil, fmt.Errorf("load latest checkpoint: %w", err)
 		}
 		skipped = append(skipped, Skipped{ID: id, Err: err})
 	}
-	return nil, skipped, nil
+	return nil, s.withDamagedRemote(skipped, 0), nil
+}
+
+// withDamagedRemote adds to skipped the checkpoints in checkpoint storage
+// newer than restored whose metadata did not verify (AttachRemote), newest
+// first.
+func (s *Store) withDamagedRemote(skipped []Skipped, restored checkpoint.ID) []Skipped {
+	if s.remote == nil {
+		return skipped
+	}
+	for _, d := range s.remote.damaged {
+		if d.ID > restored && !slices.ContainsFunc(skipped, func(k Skipped) bool { return k.ID == d.ID }) {
+			skipped = append(skipped, d)
+		}
+	}
+	slices.SortFunc(skipped, func(a, b Skipped) int { return cmp.Compare(b.ID, a.ID) })
+	return skipped
 }
 
 // readFile reads a whole file, refusing files larger than any valid one.
