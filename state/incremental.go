@@ -255,7 +255,7 @@ func (s *Store) startBackground(dir string) {
 		defer close(bg.done)
 		start := time.Now()
 		if !s.wal {
-			if err := db.Flush(); err != nil {
+			if err := s.flushWait(db); err != nil {
 				bg.err = fmt.Errorf("flush: %w", err)
 				return
 			}

@@ -150,7 +150,7 @@ func (s *Store) restore(cfg Config, plan restorePlan) error {
 	// flushed before them, they are flushed alone): a table that holds
 	// state too would, once Expire cut its state away, stay on disk for
 	// their sake (expire.go).
-	if err := s.db.Flush(); err != nil {
+	if err := s.flushWait(s.db); err != nil {
 		return fmt.Errorf("flush the restored state: %w", err)
 	}
 	if err := s.db.Set(markerKey, []byte(strconv.Itoa(s.maxPar)), pebble.NoSync); err != nil {
@@ -159,7 +159,7 @@ func (s *Store) restore(cfg Config, plan restorePlan) error {
 	if err := s.db.Set(layoutKey, []byte(strconv.Itoa(currentLayout)), pebble.NoSync); err != nil {
 		return fmt.Errorf("record the key layout: %w", err)
 	}
-	if err := s.db.Flush(); err != nil {
+	if err := s.flushWait(s.db); err != nil {
 		return fmt.Errorf("flush the state's markers: %w", err)
 	}
 	return nil

@@ -58,7 +58,7 @@ func (s *Store) Snapshot(dir string) (Handle, error) {
 	// in sstables, so the memtable is flushed first. Nothing writes in
 	// between: the Store has a single caller.
 	if !s.wal {
-		if err := s.db.Flush(); err != nil {
+		if err := s.flushWait(s.db); err != nil {
 			return Handle{}, fmt.Errorf("snapshot to %s: flush: %w", dir, err)
 		}
 	}

@@ -55,8 +55,9 @@ type Store struct {
 	bg        *background // a full snapshot on its own goroutine, until adopted
 	release   func(paths ...string)
 
-	stalls *stalls       // Pebble's write stalls (stalls.go)
-	pend   *pebble.Batch // Sets and Deletes not applied yet (pending.go)
+	stalls  *stalls        // Pebble's write stalls (stalls.go)
+	flushes *flushFailures // Pebble's failed flushes, for flushWait (flush.go)
+	pend    *pebble.Batch  // Sets and Deletes not applied yet (pending.go)
 
 	stream  *stream // the delta's changelog, written as it fills (stream.go)
 	streams int     // streams started: each has a name of its own
@@ -105,6 +106,14 @@ func open(cfg Config, log zerolog.Logger, wal bool) (*Store, error) {
 	defer cache.Unref() // the DB holds its own reference
 	stalls := newStalls(log)
 	listener := stalls.listener()
+	flushes := &flushFailures{}
+	listener.FlushEnd = func(info pebble.FlushInfo) {
+		// A flush of nothing ends with Pebble's errEmptyTable (unexported),
+		// and its waiters are released as for any flush that succeeded.
+		if info.Err != nil && info.Err.Error() != "pebble: empty table" {
+			flushes.failed(info.Err)
+		}
+	}
 	opts := &pebble.Options{
 		FS:            cfg.FS,
 		Logger:        newPebbleLogger(log),
@@ -140,7 +149,7 @@ func open(cfg Config, log zerolog.Logger, wal bool) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open state %s: %w", cfg.Dir, err)
 	}
-	s := &Store{db: db, fs: cfg.FS, dir: cfg.Dir, log: log, wal: wal, shared: shared, stalls: stalls, opened: openName(),
+	s := &Store{db: db, fs: cfg.FS, dir: cfg.Dir, log: log, wal: wal, shared: shared, stalls: stalls, flushes: flushes, opened: openName(),
 		keyGroups: cfg.KeyGroups, maxPar: cfg.MaxParallelism, key: make([]byte, 0, 64), kgErr: errNoKeyGroup,
 		fullAfter: cfg.FullSnapshotAfter, pool: make(chan []byte, poolChunks), release: cfg.Release}
 	s.delta = newDelta(s.pool, s.maxPar)
