@@ -125,6 +125,7 @@ func (a *attempt) newWorker(r *restoredJob, g *graph, w int, wr sink.Writer, mod
 		index: w, task: t, ins: ins, aligner: al, chain: chain, state: r.stores[w],
 		states: r.states, writer: wr, bad: r.bad, events: g.events, metrics: a.j.metrics,
 		aborts: make(chan checkpoint.ID, 64), spawn: a.j.spawn, maxParallelism: a.j.cfg.Pipeline.MaxParallelism, keyBy: a.j.cfg.Pipeline.KeyBy,
-		log: a.j.log.With().Str("task", t.String()).Logger(),
+		dedupKeys: transform.DedupKeys(r.specs),
+		log:       a.j.log.With().Str("task", t.String()).Logger(),
 	}, nil
 }

@@ -46,10 +46,11 @@ var commands = map[string]command{
 	"reset-checkpoints": {run: cmdResetCheckpoints},
 }
 
-// job [parallelism=N] [max-parallelism=N] [dedup] [key-by=FIELD] [route=auto|key|partition] [tolerable=N] [max-concurrent=N] [timeout=D] [on-unrestorable=fail|fall_back]
+// job [parallelism=N] [max-parallelism=N] [dedup] [dedup-key=FIELD] [key-by=FIELD] [route=auto|key|partition] [tolerable=N] [max-concurrent=N] [timeout=D] [on-unrestorable=fail|fall_back]
 //
 // Sets the job that the next start or restart runs. Defaults: parallelism
-// 1, max-parallelism 8, no transform (dedup: a dedup on the record's id),
+// 1, max-parallelism 8, no transform (dedup: a dedup on the record's id, or
+// on dedup-key),
 // key-by unset (records keyed by their Kafka key), route key (records
 // shuffled by key group: the traces written before pipeline.route have
 // every reader send to every worker; route.txt is the other routes),
@@ -66,6 +67,8 @@ func cmdJob(h *harness, t *testing.T, d *datadriven.TestData) error {
 		h.opts.timeout = parseDuration(t, timeout)
 	}
 	h.opts.dedup = d.HasArg("dedup")
+	h.opts.dedupKey = "id"
+	d.MaybeScanArgs(t, "dedup-key", &h.opts.dedupKey)
 	h.opts.keyBy = ""
 	d.MaybeScanArgs(t, "key-by", &h.opts.keyBy)
 	h.opts.route = "key"

@@ -58,7 +58,7 @@ type harness struct {
 type harnessJob struct {
 	parallelism, maxParallelism, tolerable, maxConcurrent int
 	dedup                                                 bool
-	keyBy, route                                          string
+	dedupKey, keyBy, route                                string
 	timeout                                               time.Duration
 	onUnrestorable                                        string
 }
@@ -102,7 +102,7 @@ func (h *harness) config() *config.Job {
 	o := h.opts
 	transforms := ""
 	if o.dedup {
-		transforms = "{type: dedup, key: id, ttl: 1h}"
+		transforms = fmt.Sprintf("{type: dedup, key: %s, ttl: 1h}", o.dedupKey)
 	}
 	y := fmt.Sprintf(`
 name: harness

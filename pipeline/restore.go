@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -167,6 +169,15 @@ func (a *attempt) loadCheckpoint(ctx context.Context, stop <-chan struct{}) (*re
 	if k := cfg.Pipeline.KeyBy; r.stateful && rs.maxParallelism != 0 && rs.keyBy != k {
 		return nil, fmt.Errorf("%w: checkpoint %d holds keyed state keyed by %s, but pipeline.key_by keys records by %s: it cannot change once a checkpoint holds keyed state (the state of a key would be looked for in another key group); set it back, or start this job afresh with a new checkpoint.dir and state.dir",
 			errPermanent, rs.id, keyByName(rs.keyBy), keyByName(k))
+	}
+	if r.stateful {
+		keys := transform.DedupKeys(r.specs)
+		for _, name := range slices.Sorted(maps.Keys(keys)) {
+			if was, ok := rs.dedupKeys[name]; ok && was != keys[name] {
+				return nil, fmt.Errorf("%w: checkpoint %d holds the state of dedup %s, which remembers values of field %s, but its key is now %s: the old field's values would be taken for the new one's, and records dropped; set its key back, or give the dedup a new name (transforms[].name) to start its memory afresh",
+					errPermanent, rs.id, name, was, keys[name])
+			}
+		}
 	}
 	if md != nil {
 		log.Info().Uint64("checkpoint", uint64(md.ID)).Msg("restoring from checkpoint")

@@ -16,8 +16,9 @@ import (
 // is the full snapshot ("" for none: a stateless pipeline, or state that
 // began empty), Changelogs what changed after it; KeyGroups the key groups
 // the state holds, of MaxParallelism, keyed by KeyBy (pipeline.key_by; ""
-// the Kafka key). A checkpoint with keyed state but no MaxParallelism was
-// written before key groups existed.
+// the Kafka key), and DedupKeys each dedup's key field by its name (absent
+// in checkpoints of versions before). A checkpoint with keyed state but no
+// MaxParallelism was written before key groups existed.
 type workerData struct {
 	Committables   []sink.Committable `json:"committables,omitempty"`
 	State          string             `json:"state,omitempty"`
@@ -25,6 +26,7 @@ type workerData struct {
 	KeyGroups      *keygroup.Range    `json:"key_groups,omitempty"`
 	MaxParallelism int                `json:"max_parallelism,omitempty"`
 	KeyBy          string             `json:"key_by,omitempty"`
+	DedupKeys      map[string]string  `json:"dedup_keys,omitempty"`
 }
 
 func (d workerData) encode() ([]byte, error) { return json.Marshal(d) }
@@ -64,6 +66,9 @@ type restored struct {
 	// keyBy is what the keyed state's records were keyed by
 	// (pipeline.key_by when it was written).
 	keyBy string
+	// dedupKeys is each dedup's key field, by name, when the state was
+	// written; nil when the checkpoint does not say (versions before).
+	dedupKeys map[string]string
 	// legacyState: the checkpoint holds keyed state written before key
 	// groups existed, which this version cannot place.
 	legacyState bool
@@ -127,6 +132,9 @@ func (r *restored) addState(w int, d workerData) error {
 			d.MaxParallelism, keyByName(d.KeyBy), r.maxParallelism, keyByName(r.keyBy))
 	}
 	r.maxParallelism, r.keyBy = d.MaxParallelism, d.KeyBy
+	if d.DedupKeys != nil {
+		r.dedupKeys = d.DedupKeys
+	}
 	r.state = append(r.state, stateChain{worker: w, base: d.State, changelogs: d.Changelogs, keyGroups: *d.KeyGroups})
 	return nil
 }

@@ -53,6 +53,7 @@ type worker struct {
 	// every snapshot.
 	maxParallelism int
 	keyBy          string
+	dedupKeys      map[string]string // each dedup's key field, by name, recorded the same way
 }
 
 // run reads until ctx is done, a task error occurs, or every input ended.
@@ -374,6 +375,9 @@ func sinkErr(err error) error {
 func (w *worker) recordChain(c state.Chain, data *workerData, snap *checkpoint.Snapshot) (err error) {
 	kg := w.state.KeyGroups()
 	data.KeyGroups, data.MaxParallelism, data.KeyBy = &kg, w.maxParallelism, w.keyBy
+	if len(w.dedupKeys) > 0 {
+		data.DedupKeys = w.dedupKeys
+	}
 	if data.State, err = w.states.rel(c.Base); err == nil {
 		if data.Changelogs, err = w.states.rels(c.Changelogs); err == nil {
 			snap.Files, err = w.states.rels(c.Files())

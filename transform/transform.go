@@ -138,18 +138,10 @@ func Build(specs []Spec, kv KV) (*Chain, error) {
 	for i, s := range specs {
 		cfg := s.Config
 		if s.Kind == KindDedup {
-			var dc DedupConfig
-			switch c := cfg.(type) {
-			case DedupConfig:
-				dc = c
-			case *DedupConfig:
-				dc = *c
-			default:
+			dc, ok := dedupConfig(s, dedups)
+			if !ok {
 				return nil, fmt.Errorf("transforms[%d]: %w", i,
 					configError("type", "dedup wants a DedupConfig, got %T", cfg))
-			}
-			if dc.Name == "" {
-				dc.Name = fmt.Sprint(dedups)
 			}
 			if j, dup := names[dc.Name]; dup {
 				return nil, fmt.Errorf("transforms[%d]: %w", i,
@@ -166,6 +158,44 @@ func Build(specs []Spec, kv KV) (*Chain, error) {
 		ts = append(ts, t)
 	}
 	return NewChain(ts...), nil
+}
+
+// dedupConfig is the config of dedup spec s, the n-th dedup of its list,
+// named as Build names it; false if s holds no DedupConfig.
+func dedupConfig(s Spec, n int) (DedupConfig, bool) {
+	var dc DedupConfig
+	switch c := s.Config.(type) {
+	case DedupConfig:
+		dc = c
+	case *DedupConfig:
+		dc = *c
+	default:
+		return dc, false
+	}
+	if dc.Name == "" {
+		dc.Name = fmt.Sprint(n)
+	}
+	return dc, true
+}
+
+// DedupKeys maps the name of each dedup of specs (as Build names them) to
+// its key field: the field whose values its state remembers, recorded
+// with each checkpoint so that a restore can refuse a change of it (the
+// values of the old field would be taken for the new one's, and records
+// dropped).
+func DedupKeys(specs []Spec) map[string]string {
+	out := map[string]string{}
+	n := 0
+	for _, s := range specs {
+		if s.Kind != KindDedup {
+			continue
+		}
+		if dc, ok := dedupConfig(s, n); ok {
+			out[dc.Name] = dc.Key
+		}
+		n++
+	}
+	return out
 }
 
 // docApplier is implemented by the built-ins: they work on the chain's
