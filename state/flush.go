@@ -14,23 +14,50 @@ import (
 // next failed attempt of one, whichever comes first; flushFailures, fed
 // by the database's FlushEnd events, says when one failed.
 
-// flushFailures broadcasts failed flushes to the goroutines waiting in
-// flushWait.
+// flushFailures tells the goroutines waiting in flushWait of failed flush
+// attempts, numbered as they begin: a waiter counts only the attempts that
+// began after its flush was asked for (one under way then may have been
+// writing to the full disk that has room now).
 type flushFailures struct {
-	mu   sync.Mutex
-	err  error         // the last failure
-	next chan struct{} // closed at the next failure; nil: nobody waits
+	mu         sync.Mutex
+	begun      uint64         // attempts begun
+	jobs       map[int]uint64 // attempts under way: Pebble's job ID -> number
+	err        error          // the last failure
+	errAttempt uint64         // its attempt's number
+	next       chan struct{}  // closed at the next failure; nil: nobody waits
 }
 
-// failed records err and wakes the waiters.
-func (f *flushFailures) failed(err error) {
+func (f *flushFailures) began(job int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.err = err
+	if f.jobs == nil {
+		f.jobs = map[int]uint64{}
+	}
+	f.begun++
+	f.jobs[job] = f.begun
+}
+
+// ended records how attempt job ended, and wakes the waiters if it failed.
+func (f *flushFailures) ended(job int, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := f.jobs[job]
+	delete(f.jobs, job)
+	if err == nil {
+		return
+	}
+	f.err, f.errAttempt = err, n
 	if f.next != nil {
 		close(f.next)
 		f.next = nil
 	}
+}
+
+// attempts is how many attempts have begun.
+func (f *flushFailures) attempts() uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.begun
 }
 
 // watch returns a channel closed at the next failure.
@@ -43,25 +70,36 @@ func (f *flushFailures) watch() <-chan struct{} {
 	return f.next
 }
 
-func (f *flushFailures) last() error {
+// failedAfter returns the last failure if its attempt began after attempt
+// n, else nil.
+func (f *flushFailures) failedAfter(n uint64) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.err
+	if f.errAttempt > n {
+		return f.err
+	}
+	return nil
 }
 
 // flushWait flushes db's memtable and waits until it is in an sstable, or
-// returns the error of a flush that failed meanwhile (the flush then goes
-// on in the background, retried by Pebble, and a later call waits for it).
+// returns the error of a flush attempt begun after the call that failed
+// meanwhile (the flush then goes on in the background, retried by Pebble,
+// and a later call waits for it).
 func (s *Store) flushWait(db *pebble.DB) error {
-	failed := s.flushes.watch()
+	since := s.flushes.attempts()
 	done, err := db.AsyncFlush()
 	if err != nil {
 		return err
 	}
-	select {
-	case <-done:
-		return nil
-	case <-failed:
-		return s.flushes.last()
+	for {
+		failed := s.flushes.watch()
+		if err := s.flushes.failedAfter(since); err != nil {
+			return err
+		}
+		select {
+		case <-done:
+			return nil
+		case <-failed:
+		}
 	}
 }

@@ -107,12 +107,15 @@ func open(cfg Config, log zerolog.Logger, wal bool) (*Store, error) {
 	stalls := newStalls(log)
 	listener := stalls.listener()
 	flushes := &flushFailures{}
+	listener.FlushBegin = func(info pebble.FlushInfo) { flushes.began(info.JobID) }
 	listener.FlushEnd = func(info pebble.FlushInfo) {
 		// A flush of nothing ends with Pebble's errEmptyTable (unexported),
 		// and its waiters are released as for any flush that succeeded.
-		if info.Err != nil && info.Err.Error() != "pebble: empty table" {
-			flushes.failed(info.Err)
+		err := info.Err
+		if err != nil && err.Error() == "pebble: empty table" {
+			err = nil
 		}
+		flushes.ended(info.JobID, err)
 	}
 	opts := &pebble.Options{
 		FS:            cfg.FS,
