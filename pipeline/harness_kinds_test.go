@@ -46,10 +46,7 @@ func init() {
 		Summary: "the deterministic harness's source (tests only)",
 		Config:  func() any { return new(struct{}) },
 		Open: func(_ context.Context, _ any, env source.Env) (source.Source, error) {
-			s := &scriptedSource{readers: make([]*scriptedReader, env.Readers)}
-			for i := range s.readers {
-				s.readers[i] = &scriptedReader{index: i, of: env.Readers, next: map[int]int{}}
-			}
+			s := newScriptedSource(env.Readers)
 			for _, pos := range env.Restored {
 				var m map[int]int
 				if err := json.Unmarshal(pos, &m); err != nil {
@@ -71,6 +68,15 @@ func init() {
 }
 
 type scriptedSource struct{ readers []*scriptedReader }
+
+// newScriptedSource is a scripted source of n readers at no position.
+func newScriptedSource(n int) *scriptedSource {
+	s := &scriptedSource{readers: make([]*scriptedReader, n)}
+	for i := range s.readers {
+		s.readers[i] = &scriptedReader{index: i, of: n, next: map[int]int{}}
+	}
+	return s
+}
 
 func (s *scriptedSource) Readers() []source.Reader {
 	out := make([]source.Reader, len(s.readers))

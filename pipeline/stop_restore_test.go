@@ -49,12 +49,8 @@ func init() {
 		Summary: "a source of no records that says when it opened (tests only)",
 		Config:  func() any { return new(struct{}) },
 		Open: func(_ context.Context, _ any, env source.Env) (source.Source, error) {
-			s := &scriptedSource{readers: make([]*scriptedReader, env.Readers)}
-			for i := range s.readers {
-				s.readers[i] = &scriptedReader{index: i, of: env.Readers, next: map[int]int{}}
-			}
 			downAtStart.opened()
-			return s, nil
+			return newScriptedSource(env.Readers), nil
 		},
 	})
 }
