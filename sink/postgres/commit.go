@@ -80,13 +80,29 @@ func (s *Sink) commitOne(ctx context.Context, c sink.Committable) error {
 	if err != nil {
 		return err
 	}
-	if s.committed(c.Writer) >= c.Checkpoint {
-		s.dropSpool(c, seal)
-		return nil
-	}
 	s.mu.Lock()
 	t := s.open[committableKey(c)]
 	s.mu.Unlock()
+	if p := s.committed(c.Writer); p >= c.Checkpoint {
+		if t != nil {
+			// This process pre-committed c, yet the progress table says
+			// the writer committed up to p: the job started behind it (its
+			// checkpoint dir was reset, or checkpoint.on_unrestorable:
+			// fall_back restored an older checkpoint), and its new
+			// checkpoints' numbers are ones the table counts as done.
+			// The transaction is rolled back, not left open for the next
+			// checkpoint's rows to join.
+			if t.conn != nil {
+				closeConn(t.conn)
+			}
+			t.setBroken(errors.New("rolled back: the progress table is ahead"))
+			s.removeOpen(c)
+			s.log.Error().Int("writer", c.Writer).Uint64("checkpoint", uint64(c.Checkpoint)).Uint64("progress", uint64(p)).
+				Msg("postgres sink: the progress table says this writer committed this checkpoint already; its rows are not written (the job started behind its progress table)")
+		}
+		s.dropSpool(c, seal)
+		return nil
+	}
 	if t != nil && !t.isBroken() {
 		err := s.finish(ctx, t.conn, c)
 		if err == nil {

@@ -167,14 +167,14 @@ func inspect(ctx context.Context, conn *pgx.Conn, cfg *Config) (*plan, error) {
 func checkUnique(ctx context.Context, conn *pgx.Conn, cfg *Config, table pgx.Identifier) error {
 	var found bool
 	err := conn.QueryRow(ctx, `SELECT EXISTS (
-		SELECT 1 FROM pg_index i WHERE i.indrelid = $1::regclass AND i.indisunique AND i.indpred IS NULL AND i.indexprs IS NULL
+		SELECT 1 FROM pg_index i WHERE i.indrelid = $1::regclass AND i.indisunique AND i.indimmediate AND i.indpred IS NULL AND i.indexprs IS NULL
 		AND (SELECT array_agg(a.attname::text ORDER BY a.attname) FROM pg_attribute a WHERE a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey)) = $2)`,
 		table.Sanitize(), sortedCopy(cfg.Key)).Scan(&found)
 	if err != nil {
 		return err
 	}
 	if !found {
-		return fmt.Errorf("%w: sink.key: %s has no primary key or unique index on exactly (%s): upsert's ON CONFLICT needs one",
+		return fmt.Errorf("%w: sink.key: %s has no primary key or unique index on exactly (%s) that is not deferrable: upsert's ON CONFLICT needs one",
 			sink.ErrInvalidConfig, cfg.Table, strings.Join(cfg.Key, ", "))
 	}
 	return nil

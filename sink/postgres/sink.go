@@ -222,7 +222,11 @@ func (s *Sink) CommittedAfter(ctx context.Context, id checkpoint.ID) ([]string, 
 		if err != nil {
 			return err
 		}
-		progress, err := readProgress(ctx, conn, s.progressTable(), s.job)
+		table, err := s.progressTableOn(ctx, conn)
+		if err != nil {
+			return unreachable(err)
+		}
+		progress, err := readProgress(ctx, conn, table, s.job)
 		if err != nil {
 			if pgCode(err) == "42P01" { // no progress table yet: nothing committed
 				return nil
@@ -231,7 +235,7 @@ func (s *Sink) CommittedAfter(ctx context.Context, id checkpoint.ID) ([]string, 
 		}
 		for w, n := range progress {
 			if n > id {
-				out = append(out, fmt.Sprintf("writer %d committed checkpoint %d (%s)", w, n, s.progressTable().Sanitize()))
+				out = append(out, fmt.Sprintf("writer %d committed checkpoint %d (%s)", w, n, table.Sanitize()))
 			}
 		}
 		return nil
@@ -252,6 +256,24 @@ func (s *Sink) progressTable() pgx.Identifier {
 		return s.plan.progress
 	}
 	return identifier(s.cfg.ProgressTable, "")
+}
+
+// progressTableOn is the progress table, in sink.table's schema as
+// Recover places it (inspect), also before Recover ran: CommittedAfter,
+// asked first at every start, read connector_progress through the search
+// path, and for a table in another schema found none (nothing committed)
+// or another job's.
+func (s *Sink) progressTableOn(ctx context.Context, conn *pgx.Conn) (pgx.Identifier, error) {
+	if s.plan != nil {
+		return s.plan.progress, nil
+	}
+	var schema string
+	err := conn.QueryRow(ctx, `SELECT coalesce((SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = to_regclass($1)), '')`,
+		identifier(s.cfg.Table, "").Sanitize()).Scan(&schema)
+	if err != nil {
+		return nil, err
+	}
+	return identifier(s.cfg.ProgressTable, schema), nil
 }
 
 // Stats counts what the sink wrote and committed since it was made.

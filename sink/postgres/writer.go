@@ -165,7 +165,12 @@ func (w *writer) connect(ctx context.Context, slot int) (*pgx.Conn, error) {
 	conn := w.conns[slot]
 	w.mu.Unlock()
 	if conn != nil && !conn.IsClosed() {
-		return conn, nil
+		if conn.PgConn().TxStatus() == 'I' {
+			return conn, nil
+		}
+		// A transaction still open on it (a BEGIN there would only warn,
+		// and the next checkpoint's rows would join it): a new connection.
+		w.dropConn(slot)
 	}
 	conn, err := w.s.dial(ctx)
 	if err != nil {
