@@ -3,8 +3,10 @@ package file
 import (
 	"encoding/json"
 	"fmt"
+	"path"
 	"regexp"
 	"strconv"
+	"strings"
 
 	"github.com/connector-dev/connector/checkpoint"
 	"github.com/connector-dev/connector/sink"
@@ -67,6 +69,16 @@ func (n names) inProgressName(writer int, first checkpoint.ID, seq int) string {
 // finalName names the i-th file writer's pre-commit of checkpoint id rolled.
 func (n names) finalName(writer int, id checkpoint.ID, i int) string {
 	return fmt.Sprintf("part-%s-%0*d-w%d-%d.%s", n.job, idDigits, id, writer, i, n.ext)
+}
+
+// finalNameOf is finalName for the open file begun as of: with its
+// extension, the format it holds (the config's may have changed since).
+func (n names) finalNameOf(of string, writer int, id checkpoint.ID, i int) string {
+	name := n.finalName(writer, id, i)
+	if ext := path.Ext(of); ext != "" {
+		name = strings.TrimSuffix(name, "."+n.ext) + ext
+	}
+	return name
 }
 
 func pendingName(final string) string { return pendingPrefix + final }

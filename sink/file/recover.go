@@ -117,7 +117,7 @@ func (s *File) restoreOpen(ctx context.Context, restored []sink.Committable, dir
 				return nil, 0, fmt.Errorf("%w: writer %d has two open files in one directory, %s and %s", sink.ErrBadCommittable, w, other, name)
 			}
 			inBucket[bucket] = name
-			closed := rename{From: name, To: pathtmpl.Join(bucket, s.names.finalName(w, after, rolledAt[w]+i))}
+			closed := rename{From: name, To: pathtmpl.Join(bucket, s.names.finalNameOf(name, w, after, rolledAt[w]+i))}
 			goOn, err := s.restoreFile(ctx, w, after, o, closed)
 			if err != nil {
 				return nil, 0, err
@@ -155,7 +155,7 @@ func (s *File) restoreFile(ctx context.Context, w int, after checkpoint.ID, o op
 		return false, fmt.Errorf("%w: writer %d's open file: %w", sink.ErrCommitLost, w, err)
 	}
 	if s.cfg.Writers > 0 && w < s.cfg.Writers {
-		if _, err := filefmt.Resume(s.cfg.Format, s.cfg.Parquet, o.Format); err == nil {
+		if _, err := filefmt.Resume(s.cfg.Format, s.cfg.Parquet, o.Format, o.Name); err == nil {
 			return true, nil
 		} else if !errors.Is(err, filefmt.ErrSchemaChanged) {
 			return false, fmt.Errorf("writer %d's open file %s: %w", w, o.Name, err)

@@ -64,7 +64,7 @@ func newFileWriter(s *File, instance int, after checkpoint.ID, resume []openStat
 		w.buckets = s.tmpl.NewExpander()
 	}
 	for _, o := range resume {
-		ff, err := filefmt.Resume(s.cfg.Format, s.cfg.Parquet, o.Format)
+		ff, err := filefmt.Resume(s.cfg.Format, s.cfg.Parquet, o.Format, o.Name)
 		if err != nil {
 			return nil, fmt.Errorf("file sink writer %d: resume %s: %w", instance, o.Name, err)
 		}
@@ -119,6 +119,14 @@ func (w *fileWriter) Write(_ context.Context, r *record.Record) error {
 			w.seq--
 		}
 		return fmt.Errorf("file sink: %s/%d@%d: %w", r.Topic, r.Partition, r.Offset, err)
+	}
+	if opened && p.size() == 0 && p.ff.Buffered() == 0 {
+		// Nothing taken either (an empty raw value: a tombstone): a part
+		// without a byte would never have a file, and its commit (and
+		// every restart's) would fail, saying it is lost.
+		w.forget(p)
+		w.seq--
+		return nil
 	}
 	w.last = p
 	// The bytes in the file count, not the rows a format buffers (their

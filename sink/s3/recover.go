@@ -138,7 +138,7 @@ func (s *Sink) recover(ctx context.Context, restored []sink.Committable) error {
 func (s *Sink) restoreOpen(ctx context.Context, w int, at checkpoint.ID, o *openRec) (r *resumed, did bool, err error) {
 	why := fmt.Sprintf("the job has %d writers now", s.cfg.Parallelism)
 	if w < s.cfg.Parallelism {
-		ff, err := filefmt.Resume(s.cfg.Format, s.cfg.Parquet, o.Format)
+		ff, err := filefmt.Resume(s.cfg.Format, s.cfg.Parquet, o.Format, o.Key)
 		if err == nil {
 			r, err := s.resumeOpen(ctx, w, at, o, ff)
 			if err != nil {

@@ -11,6 +11,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path"
+	"strings"
 
 	"github.com/connector-dev/connector/config"
 	"github.com/connector-dev/connector/internal/parquetfile"
@@ -94,10 +96,10 @@ type State struct {
 	Schema  *parquetfile.Schema `json:"schema,omitempty"`
 }
 
-// ErrSchemaChanged: the parquet columns or compression of the config are
-// not those a file was begun with; it cannot be continued, only closed
-// (Finish).
-var ErrSchemaChanged = errors.New("the parquet schema changed since the file was begun")
+// ErrSchemaChanged: the format, or the parquet columns or compression, of
+// the config are not those a file was begun with; it cannot be continued,
+// only closed (Finish).
+var ErrSchemaChanged = errors.New("the format or parquet schema changed since the file was begun")
 
 // New begins a file of format.
 func New(format string, pc ParquetConfig) (File, error) {
@@ -112,8 +114,14 @@ func New(format string, pc ParquetConfig) (File, error) {
 }
 
 // Resume goes on with a file whose bytes were cut back to the size st
-// recorded. st is nil for lines.
-func Resume(format string, pc ParquetConfig, st *State) (File, error) {
+// recorded; name is the file's (or object's) name, whose extension says
+// the format it was begun in. st is nil for lines. A file of another
+// format than format is ErrSchemaChanged: jsonl lines and raw values
+// would have gone on in one file (lines keep no state that says which).
+func Resume(format string, pc ParquetConfig, st *State, name string) (File, error) {
+	if begun := strings.TrimPrefix(path.Ext(name), "."); begun != "" && begun != format {
+		return nil, fmt.Errorf("%w: a %s file cannot be continued as %s", ErrSchemaChanged, begun, format)
+	}
 	if format != Parquet {
 		if st != nil && st.Parquet != nil {
 			return nil, fmt.Errorf("%w: a parquet file cannot be continued as %s", ErrSchemaChanged, format)
