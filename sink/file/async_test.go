@@ -55,15 +55,15 @@ func TestAsyncPreCommitLeavesLaterWritesToTheNextCheckpoint(t *testing.T) {
 	assertExactlyOnce(t, fs, ids(0, 200))
 }
 
-// TestAsyncPreCommitThatFailsCarriesItsOutputToTheNextCheckpoint: whether
-// the fsync of a file or the directory sync fails, finish reports
-// ErrNotDurable, checkpoint 1's committable is withdrawn, and the next
-// pre-commit carries its records: one commit shows every record once,
-// whether pre-commits roll the open file or not (then the input ends
-// before 2, to roll it).
+// TestAsyncPreCommitThatFailsCarriesItsOutputToTheNextCheckpoint: when
+// the directory sync fails, finish reports ErrNotDurable, checkpoint 1's
+// committable is withdrawn, and the next pre-commit carries its records:
+// one commit shows every record once, whether pre-commits roll the open
+// file or not (then the input ends before 2, to roll it). (A file's
+// failed fsync is ErrLost: TestAFailedFsyncLosesTheOutputInFlightAndThe
+// RestartWritesItOnce.)
 func TestAsyncPreCommitThatFailsCarriesItsOutputToTheNextCheckpoint(t *testing.T) {
 	for name, f := range map[string]*faults{
-		"fsync":    {kind: map[errorfs.OpKind]bool{errorfs.OpFileSync: true}, path: inProgressPrefix, err: errorfs.ErrInjected},
 		"dir sync": {kind: map[errorfs.OpKind]bool{errorfs.OpFileSync: true}, only: testDir, err: errorfs.ErrInjected},
 	} {
 		for _, onCheckpoint := range []bool{true, false} {

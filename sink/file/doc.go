@@ -35,7 +35,11 @@
 // parent is durable. A pre-commit of n writes out and fsyncs every open
 // file and records their durable sizes in n's committable (and the files
 // rolled since the last pre-commit, by path), then fsyncs each directory
-// a new name is in. Commit renames the rolled files into place and fsyncs
+// a new name is in. A write that fails (a full disk) declines the
+// pre-commit and stays buffered for the next; a file's fsync that fails
+// is sink.ErrLost: after a write-back error the kernel may drop the pages
+// and a later fsync succeeds, so the task fails and the restart writes the
+// output after the restored checkpoint again. Commit renames the rolled files into place and fsyncs
 // Config.Path and each directory it renamed in; a file whose committed
 // name exists and whose in-progress name is gone was committed before.
 // Recover commits the restored checkpoint's rolled files, cuts each

@@ -2,6 +2,7 @@ package file
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -70,9 +71,55 @@ func declineThenRecoverOn(t *testing.T, mem vfs.FS, s *File, on *atomic.Bool, wa
 	assertExactlyOnce(t, mem, ids(0, 4*n))
 }
 
-func TestFsyncFailureDeclinesPreCommitAndTheNextCarriesEverything(t *testing.T) {
-	f := &faults{kind: map[errorfs.OpKind]bool{errorfs.OpFileSync: true}, path: inProgressPrefix, err: errorfs.ErrInjected}
-	declineThenRecover(t, f, errorfs.ErrInjected, func(c *Config) { c.RollSize = 16 << 10 })
+// TestAFailedFsyncLosesTheOutputInFlightAndTheRestartWritesItOnce: a
+// file's fsync fails at pre-commit 2. After a write-back error Linux marks
+// the pages clean, so a later fsync that succeeds says nothing of the
+// bytes before it: the pre-commit (sync, or async's finish) fails with
+// sink.ErrLost, and fails again if asked again, rather than carry the
+// output to a next pre-commit that would trust a later fsync. The restart
+// from checkpoint 1 cuts the open file back and writes the rest again:
+// every record once. (Before, the pre-commit was declined, and the next
+// one's fsync taken as making everything durable.)
+func TestAFailedFsyncLosesTheOutputInFlightAndTheRestartWritesItOnce(t *testing.T) {
+	for _, async := range []bool{false, true} {
+		t.Run(fmt.Sprintf("async=%v", async), func(t *testing.T) {
+			f := &faults{kind: map[errorfs.OpKind]bool{errorfs.OpFileSync: true}, path: inProgressPrefix, err: errorfs.ErrInjected}
+			mem := vfs.NewMem()
+			span := func(c *Config) { c.RollSize = 1 << 30; c.RollOnCheckpoint = false }
+			s := newTestFile(t, errorfs.Wrap(mem, f), span)
+			w := newTestWriter(t, s, 0)
+			writeRange(t, w, 0, 300)
+			restored := preCommit(t, w, 1)
+			commit(t, s, restored)
+			w.Committed(1)
+			writeRange(t, w, 300, 600)
+			f.on.Store(true)
+			preCommit2 := func() error { _, err := w.PreCommit(ctx, 2); return err }
+			if async {
+				preCommit2 = func() error { _, err := preCommitAsync(t, w, 2)(); return err }
+			}
+			err := preCommit2()
+			f.on.Store(false)
+			if !errors.Is(err, sink.ErrLost) || !errors.Is(err, errorfs.ErrInjected) {
+				t.Fatalf("pre-commit 2 with a failed fsync = %v, want ErrLost wrapping it", err)
+			}
+			if err := preCommit2(); !errors.Is(err, sink.ErrLost) {
+				t.Fatalf("pre-commit 2 asked again, the disk healthy = %v: a later fsync says nothing of the bytes before a failed one; want ErrLost again", err)
+			}
+			_ = w.Close()
+			_ = s.Close()
+
+			s2 := newTestFile(t, mem, span) // the restart, from checkpoint 1
+			if err := s2.Recover(ctx, restored); err != nil {
+				t.Fatalf("Recover: %v", err)
+			}
+			r := newTestWriter(t, s2, 0)
+			writeRange(t, r, 300, 600)
+			r.(sink.InputEnder).EndInput()
+			commit(t, s2, preCommit(t, r, 2))
+			assertExactlyOnce(t, mem, ids(0, 600))
+		})
+	}
 }
 
 func TestDiskFullDeclinesPreCommitAndTheNextCarriesEverything(t *testing.T) {

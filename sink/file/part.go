@@ -2,6 +2,7 @@ package file
 
 import (
 	"fmt"
+	"github.com/connector-dev/connector/sink"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -62,6 +63,8 @@ type part struct {
 	// counted adds up the bytes flush writes (the File's Stats); nil
 	// counts nothing.
 	counted *atomic.Uint64
+	// syncErr is the failure of the file's fsync, if one failed (sync).
+	syncErr error
 }
 
 func (p *part) size() int64 {
@@ -208,8 +211,8 @@ func (p *part) finish(s *File) error {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if err := p.f.Sync(); err != nil {
-		return fmt.Errorf("sync %s: %w", p.name, err)
+	if err := p.sync(); err != nil {
+		return err
 	}
 	// All of it is on the disk now: dropped from the start, for the pages
 	// an earlier dropBehind skipped while they were dirty or being written
@@ -234,10 +237,22 @@ func (p *part) syncOpen() error {
 	if p.f == nil {
 		return nil
 	}
-	if err := p.f.Sync(); err != nil {
-		return fmt.Errorf("sync %s: %w", p.name, err)
+	return p.sync()
+}
+
+// sync fsyncs the part's file. A failed fsync is sink.ErrLost, and stays
+// so: after a write-back error Linux marks the pages clean (dropping them,
+// on some file systems), so a later fsync that succeeds says nothing of
+// the bytes written before it. The task fails, and the restart cuts the
+// file back to the size the restored checkpoint recorded and writes the
+// rest again from the source. Called with mu held.
+func (p *part) sync() error {
+	if p.syncErr == nil {
+		if err := p.f.Sync(); err != nil {
+			p.syncErr = fmt.Errorf("%w: sync %s: %w (a failed fsync leaves the written bytes unknown: they are written again from the last checkpoint)", sink.ErrLost, p.name, err)
+		}
 	}
-	return nil
+	return p.syncErr
 }
 
 // abandon closes the file, if open, without syncing.
