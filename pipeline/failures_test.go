@@ -39,22 +39,17 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// TestFailedCheckpointsDoNotStopTheJob: while checkpoints fail (the sink
-// cannot fsync, the disk is full, or a checkpoint times out), the job keeps
-// running without a restart; once the fault clears, the next checkpoint
-// completes and the records written before the failed barriers appear exactly
-// once.
+// TestFailedCheckpointsDoNotStopTheJob: while checkpoints fail (the disk
+// is full, or a checkpoint times out), the job keeps running without a
+// restart; once the fault clears, the next checkpoint completes and the
+// records written before the failed barriers appear exactly once. (A
+// failed fsync of the sink's output restarts the job instead:
+// TestAFailedFsyncOfTheOutputRestartsTheJobAndLosesNothing.)
 func TestFailedCheckpointsDoNotStopTheJob(t *testing.T) {
 	faults := map[string]struct {
 		checkpoint string
 		fault      func(errorfs.Op) error
 	}{
-		"fsync fails": {fault: func(op errorfs.Op) error {
-			if op.Kind == errorfs.OpFileSync {
-				return fmt.Errorf("injected fsync failure: %w", syscall.EIO)
-			}
-			return nil
-		}},
 		"disk full": {fault: func(op errorfs.Op) error {
 			switch op.Kind {
 			case errorfs.OpCreate, errorfs.OpFileWrite, errorfs.OpFileWriteAt, errorfs.OpFileSync, errorfs.OpRename, errorfs.OpLink:
@@ -104,6 +99,36 @@ func TestFailedCheckpointsDoNotStopTheJob(t *testing.T) {
 			checkOnce(t, visibleIDs(t, outDir(cfg)), 2000)
 		})
 	}
+}
+
+// TestAFailedFsyncOfTheOutputRestartsTheJobAndLosesNothing: the file
+// sink's fsync fails (EIO). After a write-back error the kernel may drop
+// the written pages and a later fsync succeed, so the sink says its output
+// in flight is lost (sink.ErrLost): the job restarts from its last
+// checkpoint instead of trusting the next fsync, and once the fault clears
+// every record is visible exactly once.
+func TestAFailedFsyncOfTheOutputRestartsTheJobAndLosesNothing(t *testing.T) {
+	b := kafkatest.Cluster(t)
+	topic := kafkatest.Topic(t, b, 2)
+	dir := t.TempDir()
+	cfg := jobConfig(t, b, topic, dir, jobOpts{parallelism: 2, checkpoint: "tolerable_failures: 1000, timeout: 10s"})
+	var on atomic.Bool
+	r := startWith(t, cfg, Options{FS: faultyFS(outDir(cfg), &on, func(op errorfs.Op) error {
+		if op.Kind == errorfs.OpFileSync {
+			return fmt.Errorf("injected fsync failure: %w", syscall.EIO)
+		}
+		return nil
+	})})
+	produceIDs(t, b, topic, 0, 1000)
+	waitAll(t, outDir(cfg), 1000)
+
+	on.Store(true)
+	produceIDs(t, b, topic, 1000, 2000)
+	waitUntil(t, "a restart", func() bool { return r.counter("connector_job_restarts_total") >= 1 })
+	on.Store(false)
+	waitAll(t, outDir(cfg), 2000)
+	r.stop(t)
+	checkOnce(t, visibleIDs(t, outDir(cfg)), 2000)
 }
 
 // TestUnreachableBrokerKeepsRetryingAndIsNotReady: with no broker to talk
