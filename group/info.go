@@ -176,7 +176,7 @@ func (m *Member) jobs() map[int]*pipeline.Job {
 // idle); else why not.
 func (m *Member) Ready() error {
 	m.mu.Lock()
-	cl := m.client
+	cl, inGroup := m.client, m.inGroup
 	var waiting []int
 	for k, s := range m.slots {
 		if s.job.Load() == nil {
@@ -187,7 +187,7 @@ func (m *Member) Ready() error {
 	if cl == nil {
 		return errors.New("setting up the job's slot topic")
 	}
-	if _, gen := cl.GroupMetadata(); gen < 0 {
+	if _, gen := cl.GroupMetadata(); gen < 0 || !inGroup {
 		return fmt.Errorf("joining the job's group %s", m.topic)
 	}
 	var errs []error

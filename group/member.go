@@ -45,6 +45,10 @@ type Member struct {
 	fail    chan error    // a slot's job that failed for good
 	retired retired       // the counters of the slots it stopped
 	closing bool          // Run is stopping: no slot starts any more
+	// inGroup: the member has a group session (an assignment since it
+	// last lost one). franz-go keeps the last generation after a session
+	// is lost (brokers gone), which Ready took for one.
+	inGroup bool
 }
 
 // New prepares a member; cfg must be valid and in group mode.
@@ -149,6 +153,9 @@ func heartbeatOf(session time.Duration) time.Duration {
 // onAssigned starts the slots the group just gave this member.
 func (m *Member) onAssigned(_ context.Context, _ *kgo.Client, assigned map[string][]int32) {
 	ps := assigned[m.topic]
+	m.mu.Lock()
+	m.inGroup = true
+	m.mu.Unlock()
 	m.metrics.events.WithLabelValues("assigned").Inc()
 	if len(ps) == 0 {
 		return
@@ -179,6 +186,9 @@ func (m *Member) onRevoked(_ context.Context, _ *kgo.Client, revoked map[string]
 // past the session timeout), and may have given them to others already,
 // who wait for their locks.
 func (m *Member) onLost(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
+	m.mu.Lock()
+	m.inGroup = false
+	m.mu.Unlock()
 	if ks := m.running(slotsOf(lost[m.topic])); len(ks) > 0 {
 		m.metrics.events.WithLabelValues("lost").Inc()
 		m.log.Warn().Ints("slots", ks).Msg("slots lost (this member was dropped from the group): stopping them")
@@ -275,6 +285,10 @@ func (m *Member) failWith(err error) {
 // timeout the broker does not allow) ends Run, classed
 // kafkaclient.ErrMisconfigured; franz-go retries the others.
 func (m *Member) OnGroupManageError(err error) {
+	if hint, misconfigured := kafkaclient.Explain(err, m.cfg.Kafka); misconfigured {
+		m.failWith(fmt.Errorf("%w: %s (%v)", kafkaclient.ErrMisconfigured, hint, err))
+		return
+	}
 	for _, fatal := range []error{kerr.GroupAuthorizationFailed, kerr.InvalidSessionTimeout, kerr.TopicAuthorizationFailed, kerr.GroupMaxSizeReached} {
 		if errors.Is(err, fatal) {
 			m.failWith(fmt.Errorf("%w: the group %s refused this member: %w (instances.session_timeout %v must lie within the broker's group.min/max.session.timeout.ms; the principal needs READ on the group and DESCRIBE on the topic %s)",

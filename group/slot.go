@@ -71,6 +71,10 @@ func lockPath(j *config.Job, k int) string {
 	return filepath.Join(j.Checkpoint.Dir, slotDir(k)+".lock")
 }
 
+// LockPath is slot k's lock file of group-mode job j: the commands that
+// open a slot's checkpoint store take it first, as a member does.
+func LockPath(j *config.Job, k int) string { return lockPath(j, k) }
+
 // run takes the slot's lock (waiting for the previous owner to release
 // it), then runs its job until stopped.
 func (s *slot) run() {

@@ -39,6 +39,11 @@ func (m *Member) ensureTopic(ctx context.Context) error {
 		case err == nil || errors.Is(err, kafkaclient.ErrMisconfigured):
 			return err
 		}
+		// Refused credentials or TLS are the config's, as in single mode
+		// (the source explains them): exit 2 naming the key, not retry.
+		if hint, misconfigured := kafkaclient.Explain(err, m.cfg.Kafka); misconfigured {
+			return fmt.Errorf("%w: %s (%v)", kafkaclient.ErrMisconfigured, hint, err)
+		}
 		m.log.Warn().Err(err).Dur("backoff", backoff).Msg("cannot set up the job's slot topic yet (brokers unreachable or busy); retrying")
 		select {
 		case <-ctx.Done():

@@ -18,6 +18,7 @@ import (
 
 	"github.com/connector-dev/connector/checkpoint"
 	"github.com/connector-dev/connector/checkpoint/store"
+	"github.com/connector-dev/connector/group"
 )
 
 func init() {
@@ -75,7 +76,7 @@ func runCheckpointsList(args []string, stdout, stderr io.Writer) int {
 	if st != nil {
 		defer st.Close()
 		var err error
-		if rows, err = listRows(st); err != nil {
+		if rows, err = listRows(st.Store); err != nil {
 			fmt.Fprintf(stderr, "connector checkpoints list: %v\n", err)
 			return exitFailure
 		}
@@ -155,18 +156,38 @@ func parseOneArg(fs *flag.FlagSet, args []string) (arg string, code int, ok bool
 // openStore opens the checkpoint store of the job configured at path. It
 // returns a nil store, and ok, when the checkpoint dir does not exist: Open
 // would create it, and a read-only command should leave no trace.
-func openStore(path string, slot int, sub string, stderr io.Writer) (st *store.Store, code int, ok bool) {
+func openStore(path string, slot int, sub string, stderr io.Writer) (st *lockedStore, code int, ok bool) {
 	return openStoreFor(path, slot, "connector checkpoints "+sub, "Stop it first, or ask the running job: GET http://%s/api/checkpoints", stderr)
+}
+
+// lockedStore is a checkpoint store a command opened and, in group mode,
+// the lock of its slot, which a member takes before the slot's store: a
+// member given the slot meanwhile waits for it, as for a handover. Holding
+// the store's lock alone, the command made that member find the store
+// locked, fail for good, and leave its group.
+type lockedStore struct {
+	*store.Store
+	slot io.Closer // nil in single mode
+}
+
+// Close closes the store, then releases the slot.
+func (s *lockedStore) Close() error {
+	err := s.Store.Close()
+	if s.slot != nil {
+		_ = s.slot.Close()
+	}
+	return err
 }
 
 // openStoreFor is openStore for command cmd, whose hint (given the job's
 // HTTP address) says what to do while the job runs; slot is --slot.
-func openStoreFor(path string, slot int, cmd, hint string, stderr io.Writer) (st *store.Store, code int, ok bool) {
-	job, ok := loadJob(path, stderr)
+func openStoreFor(path string, slot int, cmd, hint string, stderr io.Writer) (st *lockedStore, code int, ok bool) {
+	whole, ok := loadJob(path, stderr)
 	if !ok {
 		return nil, exitUsage, false
 	}
-	if job, ok = jobOfSlot(job, slot, cmd, stderr); !ok {
+	job, ok := jobOfSlot(whole, slot, cmd, stderr)
+	if !ok {
 		return nil, exitUsage, false
 	}
 	dir := job.Checkpoint.Dir
@@ -174,9 +195,26 @@ func openStoreFor(path string, slot int, cmd, hint string, stderr io.Writer) (st
 		fmt.Fprintf(stderr, "%s: no checkpoints: %s does not exist\n", cmd, dir)
 		return nil, exitOK, true
 	}
+	st = &lockedStore{}
+	if whole.Instances.Group() {
+		l, err := store.Lock(vfs.Default, group.LockPath(whole, slot))
+		if err != nil {
+			if lockedByOther(err) {
+				fmt.Fprintf(stderr, "%s: slot %d is run by a member of the job's group (or another command holds it): ask the member that runs it, GET http://%s/api/checkpoints\n(%v)\n", cmd, slot, whole.HTTP.Addr, err)
+			} else {
+				fmt.Fprintf(stderr, "%s: %v\n", cmd, err)
+			}
+			return nil, exitFailure, false
+		}
+		st.slot = l
+	}
 	logger := zerolog.New(zerolog.ConsoleWriter{Out: stderr, NoColor: true, PartsExclude: []string{zerolog.TimestampFieldName}})
-	st, err := store.Open(vfs.Default, dir, job.State.Dir, job.Checkpoint.Retained, logger)
+	var err error
+	st.Store, err = store.Open(vfs.Default, dir, job.State.Dir, job.Checkpoint.Retained, logger)
 	if err != nil {
+		if st.slot != nil {
+			_ = st.slot.Close()
+		}
 		if lockedByOther(err) {
 			fmt.Fprintf(stderr, "%s: checkpoint dir %s is locked: is the job running?\n"+hint+"\n(%v)\n",
 				cmd, dir, job.HTTP.Addr, err)

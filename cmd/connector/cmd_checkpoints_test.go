@@ -4,7 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"github.com/connector-dev/connector/group"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -342,4 +345,36 @@ func TestCheckpointsOfAGroupModeJobAreASlots(t *testing.T) {
 	if code, _, errOut := call(t, "checkpoints", "list", "--config", single, "--slot", "0"); code != 2 || !strings.Contains(errOut, "--slot is for a job with instances.mode: group") {
 		t.Errorf("--slot in single mode: exit %d, stderr %q", code, errOut)
 	}
+
+	// A member runs slot 2: it holds the slot's lock, and the command says
+	// so. A command reading slot 2 holds the slot's lock too, so that a
+	// member given the slot meanwhile waits for it, as for a handover;
+	// holding the store's lock alone, it made that member find the store
+	// locked, fail for good and leave its group.
+	job, _ := loadJob(config, io.Discard)
+	member, err := store.Lock(vfs.Default, group.LockPath(job, 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut = call(t, "checkpoints", "list", "--config", config, "--slot", "2")
+	if code != 1 || !strings.Contains(errOut, "slot 2 is run by a member of the job's group") {
+		t.Errorf("list --slot 2 while a member runs it: exit %d, stderr %q", code, errOut)
+	}
+	_ = member.Close()
+	st, _, ok := openStoreFor(config, 2, "connector checkpoints list", "", io.Discard)
+	if !ok || st == nil {
+		t.Fatal("openStoreFor --slot 2 failed")
+	}
+	if l, err := store.Lock(vfs.Default, group.LockPath(job, 2)); !errors.Is(err, store.ErrLocked) {
+		if l != nil {
+			_ = l.Close()
+		}
+		t.Fatalf("a member's lock of slot 2 while a command reads its checkpoints: %v, want ErrLocked (the member waits)", err)
+	}
+	_ = st.Close()
+	l, err := store.Lock(vfs.Default, group.LockPath(job, 2))
+	if err != nil {
+		t.Fatalf("slot 2's lock after the command: %v, want it free", err)
+	}
+	_ = l.Close()
 }
