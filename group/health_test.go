@@ -85,7 +85,10 @@ func TestAMemberIsNotReadyWhileItsBrokersAreGone(t *testing.T) {
 		return len(in.Owned) == 0, fmt.Sprintf("%+v", in.Owned)
 	})
 	if err := a.m.Ready(); err == nil {
-		_, gen := a.m.client.GroupMetadata()
+		a.m.mu.Lock()
+		cl := a.m.client
+		a.m.mu.Unlock()
+		_, gen := cl.GroupMetadata()
 		t.Fatalf("Ready() = nil (state %q, generation %d) with the brokers gone, no group session and no slot running; want not ready",
 			a.m.Info().State, gen)
 	} else if !strings.Contains(err.Error(), "group") {

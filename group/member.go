@@ -49,6 +49,7 @@ type Member struct {
 	// last lost one). franz-go keeps the last generation after a session
 	// is lost (brokers gone), which Ready took for one.
 	inGroup bool
+	joined  bool // it had a group session once: its credentials were taken
 }
 
 // New prepares a member; cfg must be valid and in group mode.
@@ -154,7 +155,7 @@ func heartbeatOf(session time.Duration) time.Duration {
 func (m *Member) onAssigned(_ context.Context, _ *kgo.Client, assigned map[string][]int32) {
 	ps := assigned[m.topic]
 	m.mu.Lock()
-	m.inGroup = true
+	m.inGroup, m.joined = true, true
 	m.mu.Unlock()
 	m.metrics.events.WithLabelValues("assigned").Inc()
 	if len(ps) == 0 {
@@ -285,7 +286,13 @@ func (m *Member) failWith(err error) {
 // timeout the broker does not allow) ends Run, classed
 // kafkaclient.ErrMisconfigured; franz-go retries the others.
 func (m *Member) OnGroupManageError(err error) {
-	if hint, misconfigured := kafkaclient.Explain(err, m.cfg.Kafka); misconfigured {
+	// Refused credentials before the first session are the config's (exit
+	// 2); once the member was in the group they worked, and a refusal
+	// later (an expired token, rotated credentials) is retried.
+	m.mu.Lock()
+	joined := m.joined
+	m.mu.Unlock()
+	if hint, misconfigured := kafkaclient.Explain(err, m.cfg.Kafka); misconfigured && !joined {
 		m.failWith(fmt.Errorf("%w: %s (%v)", kafkaclient.ErrMisconfigured, hint, err))
 		return
 	}

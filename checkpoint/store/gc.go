@@ -33,16 +33,17 @@ func (s *Store) collectErr() error {
 	if err := s.retain(); err != nil {
 		return err
 	}
+	var released error
 	if len(s.released) > 0 {
 		referenced, err := s.referenced()
 		if err != nil {
 			return err
 		}
-		if err := s.removeReleased(referenced); err != nil {
-			return err
-		}
+		// A release whose deletion fails stays to be tried again, and the
+		// empty directories go meanwhile.
+		released = s.removeReleased(referenced)
 	}
-	return s.removeEmptyDirs(s.maxID)
+	return errors.Join(released, s.removeEmptyDirs(s.maxID))
 }
 
 // retain applies retention (steps 5-7).

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -248,24 +249,47 @@ func (s *Sink) abortOpen(ctx context.Context) (ended int, err error) {
 	if err != nil {
 		return 0, unreachable(fmt.Errorf("describe transactions: %w", err))
 	}
+	// Each id is initialised by a client of its own: a job's ids number
+	// parallelism x slots, so several at a time, within Recover's bound.
+	var (
+		mu    sync.Mutex
+		errs  []error
+		wg    sync.WaitGroup
+		slots = make(chan struct{}, initAtOnce)
+	)
 	for _, d := range described.Sorted() {
-		if d.State == "Ongoing" || d.State == "PrepareAbort" || d.State == "PrepareEpochFence" {
-			if err := s.abortID(ctx, d.TxnID); err != nil {
-				return ended, unreachable(err)
+		wg.Go(func() {
+			slots <- struct{}{}
+			defer func() { <-slots }()
+			var err error
+			open := d.State == "Ongoing" || d.State == "PrepareAbort" || d.State == "PrepareEpochFence"
+			if open {
+				err = s.abortID(ctx, d.TxnID)
+			} else if err = s.initID(ctx, d.TxnID); err != nil {
+				err = fmt.Errorf("fence the earlier producers of %s: %w", d.TxnID, err)
 			}
-			ended++
-			continue
-		}
-		if err := s.initID(ctx, d.TxnID); err != nil {
-			return ended, unreachable(fmt.Errorf("fence the earlier producers of %s: %w", d.TxnID, err))
-		}
-		if d.State == "PrepareCommit" {
-			ended++
-			s.log.Info().Str("txn", d.TxnID).Msg("kafka sink: a transaction left committing has committed")
-		}
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err != nil:
+				errs = append(errs, err)
+			case open:
+				ended++
+			case d.State == "PrepareCommit":
+				ended++
+				s.log.Info().Str("txn", d.TxnID).Msg("kafka sink: a transaction left committing has committed")
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return ended, unreachable(err)
 	}
 	return ended, nil
 }
+
+// initAtOnce is how many transactional ids abortOpen initialises at once.
+const initAtOnce = 8
 
 // unstableGrace is how long Recover waits for the progress markers to turn
 // stable while none of the job's transactions is open, before it reads

@@ -122,6 +122,12 @@ func (s *Source) checkEpochs(ctx context.Context, restored *position) ([]lostPos
 				lost = append(lost, lostPosition{topic: t, partition: p, from: end.EndOffset, epoch: end.LeaderEpoch,
 					why: fmt.Sprintf("the log was truncated below offset %d: leader epoch %d, in which the records before it were read, ends at offset %d, so the records from %d to %d that were read are no longer in the log (an unclean leader election?)",
 						n, e, end.EndOffset, end.EndOffset, n-1)})
+			case end.LeaderEpoch < e:
+				// The leader does not know epoch e, and its log reaches n
+				// in an earlier one (e's batches compacted away before it
+				// copied the log): the position holds, in the leader's
+				// epoch, which the fetches then send (see diverged).
+				restored.Epochs.Set(t, p, int64(end.LeaderEpoch))
 			}
 		}
 	}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -123,8 +125,13 @@ func TestAPositionRecordsTheEpochOfTheBatchItFollows(t *testing.T) {
 	r := s.readers[0]
 	rec, stop := runReader(t, r)
 	waitFor(t, "20 records", func() bool { return rec.count() >= 20 })
-	if e := <-sent; e != 1 {
-		t.Errorf("the fetch from offset 20 sent LastFetchedEpoch %d, want 1", e)
+	select {
+	case e := <-sent:
+		if e != 1 {
+			t.Errorf("the fetch from offset 20 sent LastFetchedEpoch %d, want 1", e)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("no fetch from offset 20 within 20 s of reading the 20 records")
 	}
 	stop()
 	pos, err := encodePosition(r.positions, r.epochs, r.ids)
@@ -178,5 +185,92 @@ func TestALeaderWhoseLogDivergedFromWhatWasReadStopsTheReader(t *testing.T) {
 	}
 	if errors.Is(err, source.ErrPermanent) {
 		t.Errorf("Run = %v: permanent, but the restart's restore decides (on_position_lost)", err)
+	}
+}
+
+// TestALeaderThatDoesNotKnowTheEpochButReachesThePositionIsFollowed: a
+// leader whose log reaches the fetched offset in an earlier epoch than the
+// one sent (it never had that epoch's batches: compacted away before it
+// copied the log) answers with DivergingEpoch all the same. The log was
+// not cut below the position: the reader takes the leader's epoch and
+// reads on, as the restore's check lets it (the Java consumer checks the
+// end offset only), rather than stop at every restart.
+func TestALeaderThatDoesNotKnowTheEpochButReachesThePositionIsFollowed(t *testing.T) {
+	c, b, topic := epochTopic(t)
+	var mu sync.Mutex
+	var sent []int32
+	c.ControlKey(kmsg.Fetch.Int16(), func(r kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		req := r.(*kmsg.FetchRequest)
+		rq := req.Topics[0].Partitions[0]
+		mu.Lock()
+		sent = append(sent, rq.LastFetchedEpoch)
+		mu.Unlock()
+		if rq.LastFetchedEpoch != 1 || rq.FetchOffset != 15 {
+			return nil, nil, false // kfake answers (it does not check)
+		}
+		resp := req.ResponseKind().(*kmsg.FetchResponse)
+		resp.SetVersion(req.GetVersion())
+		ft := kmsg.NewFetchResponseTopic()
+		ft.Topic, ft.TopicID = req.Topics[0].Topic, req.Topics[0].TopicID
+		rp := kmsg.NewFetchResponseTopicPartition()
+		rp.HighWatermark, rp.LastStableOffset = 20, 20
+		rp.DivergingEpoch.Epoch, rp.DivergingEpoch.EndOffset = 0, 17 // no epoch 1; epoch 0 reaches past 15
+		ft.Partitions = append(ft.Partitions, rp)
+		resp.Topics = append(resp.Topics, ft)
+		return resp, nil, true
+	})
+	s, err := Open(context.Background(), testConfig(b, topic), &position{Offsets: Offsets{topic: {0: 15}}, Epochs: Offsets{topic: {0: 1}}}, testLog(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	rec, stop := runReader(t, s.readers[0])
+	waitFor(t, "the 5 records from 15", func() bool { return rec.count() >= 5 })
+	stop()
+	if first := rec.records[0].Offset; rec.count() != 5 || first != 15 {
+		t.Errorf("read %d records from offset %d, want the 5 from 15", rec.count(), first)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(sent) < 2 || sent[0] != 1 || sent[1] != 0 {
+		t.Errorf("LastFetchedEpoch sent: %v, want 1, then the leader's 0", sent)
+	}
+}
+
+// TestARestoreWhoseEpochTheLeaderDoesNotKnowTakesTheLeaders: a leader that
+// does not know the restored position's epoch but reaches the position in
+// an earlier one answers OffsetForLeaderEpoch with that epoch: the
+// position holds, in the leader's epoch, which the fetches then send (a
+// fetch with the old one would be answered with DivergingEpoch).
+func TestARestoreWhoseEpochTheLeaderDoesNotKnowTakesTheLeaders(t *testing.T) {
+	c, b, topic := epochTopic(t)
+	c.ControlKey(kmsg.OffsetForLeaderEpoch.Int16(), func(r kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		req := r.(*kmsg.OffsetForLeaderEpochRequest)
+		resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
+		resp.SetVersion(req.GetVersion())
+		for _, rt := range req.Topics {
+			st := kmsg.NewOffsetForLeaderEpochResponseTopic()
+			st.Topic = rt.Topic
+			for _, rp := range rt.Partitions {
+				sp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
+				sp.Partition, sp.LeaderEpoch, sp.EndOffset = rp.Partition, 0, 17 // no epoch 1; epoch 0 reaches past 15
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp, nil, true
+	})
+	s, err := Open(context.Background(), testConfig(b, topic), &position{Offsets: Offsets{topic: {0: 15}}, Epochs: Offsets{topic: {0: 1}}}, testLog(t))
+	if err != nil {
+		t.Fatalf("restore of offset 15 in an epoch the leader does not know, its log reaching 17: %v", err)
+	}
+	t.Cleanup(s.Close)
+	if at, _ := s.readers[0].positions.Lookup(topic, 0); at != 15 {
+		t.Errorf("restored at %d, want 15", at)
+	}
+	if e, ok := s.readers[0].epochs.Lookup(topic, 0); !ok || e != 0 {
+		t.Errorf("the position's epoch: %d (%v), want the leader's 0", e, ok)
 	}
 }

@@ -111,16 +111,26 @@ func partitionError(rp *kmsg.FetchResponseTopicPartition) error {
 	return nil
 }
 
-// diverged is why a partition's answer says its log no longer holds what
-// the reader read before offset from, in leader epoch sent (the
-// LastFetchedEpoch of the request; -1: none was sent): the leader's
-// DivergingEpoch, an epoch and where it ends (epoch.go).
-func diverged(rp *kmsg.FetchResponseTopicPartition, from int64, sent int32) error {
+// diverged reads a partition's DivergingEpoch, the leader's answer to the
+// LastFetchedEpoch sent with a fetch from offset from (-1: none was sent;
+// epoch.go). The leader answers when its log does not hold epoch sent up
+// to from: it names the last epoch it has at or before sent and where
+// that ends. An end before from is a log truncated below what was read:
+// errDiverged. An end at or after from, of an earlier epoch, is a leader
+// that does not know epoch sent though its log reaches from (its batches
+// of that epoch compacted away before it copied the log, say): as the
+// Java consumer, which checks the end offset only, the reader takes the
+// leader's epoch (adopt) and asks again, rather than stop at every
+// restart on an answer the restore's check (checkEpochs) lets pass.
+func diverged(rp *kmsg.FetchResponseTopicPartition, from int64, sent int32) (adopt int32, err error) {
 	d := rp.DivergingEpoch
-	if sent < 0 || d.EndOffset < 0 && d.Epoch < 0 || d.EndOffset >= from && d.Epoch >= sent {
-		return nil
+	switch {
+	case sent < 0 || d.EndOffset < 0 && d.Epoch < 0 || d.EndOffset >= from && d.Epoch >= sent:
+		return -1, nil
+	case d.EndOffset >= from:
+		return d.Epoch, nil
 	}
-	return fmt.Errorf("%w: the last batch read was of leader epoch %d; the leader's log diverges from it after leader epoch %d, which ends at offset %d",
+	return -1, fmt.Errorf("%w: the last batch read was of leader epoch %d; the leader's log diverges from it after leader epoch %d, which ends at offset %d",
 		errDiverged, sent, d.Epoch, d.EndOffset)
 }
 
@@ -625,7 +635,11 @@ func (s *session) read(resp *kmsg.FetchResponse) (ends, epochs Offsets, cut bool
 			seen[id] = true
 			err := partitionError(rp)
 			if err == nil {
-				err = diverged(rp, from, s.lastEpoch(t, rp.Partition))
+				var adopt int32
+				if adopt, err = diverged(rp, from, s.lastEpoch(t, rp.Partition)); err == nil && adopt >= 0 {
+					s.f.epochs.update(Offsets{t: {rp.Partition: int64(adopt)}}) // asked again with it
+					continue
+				}
 			}
 			if err != nil {
 				failed.Set(t, rp.Partition, from)
