@@ -134,6 +134,8 @@ func TestCheckpointOffsetsFoundInEveryShape(t *testing.T) {
 		"text":        "checkpoint 7 (2026-01-01)\n  source: orders-1/0=12 orders-1/1=40\n",
 		"same twice":  `{"source":{"orders-1":{"0":12,"1":40}},"committed":{"orders-1":{"0":12,"1":40}}}`,
 		"json + text": `{"summary":"orders-1/0=12 orders-1/1=40","offsets":{"orders-1":{"0":12,"1":40}}}`,
+		"with leader epochs": `{"id":7,"tasks":{"source-0":{"data":{"offsets":{"orders-1":{"0":12,"1":40}},` +
+			`"epochs":{"orders-1":{"0":0,"1":3}},"topic_ids":{"orders-1":"e3jGeGa8R7S5eA6aJ7k5/w=="}}}}}`,
 	}
 	for name, out := range shapes {
 		got, err := checkpointOffsets([]byte(out), topic)

@@ -192,7 +192,10 @@ func findOffsets(v any, topic string, found []map[int32]int64) []map[int32]int64
 				found = append(found, map[int32]int64{int32(p): o})
 			}
 		}
-		for _, child := range v {
+		for k, child := range v {
+			if k == "epochs" {
+				continue // a source position's leader epochs, by topic and partition: not offsets
+			}
 			found = findOffsets(child, topic, found)
 		}
 	case []any:
