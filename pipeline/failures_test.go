@@ -13,6 +13,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 	"github.com/twmb/franz-go/pkg/kadm"
 
+	"github.com/connector-dev/connector/config"
 	"github.com/connector-dev/connector/internal/kafkatest"
 )
 
@@ -112,19 +113,26 @@ func TestAFailedFsyncOfTheOutputRestartsTheJobAndLosesNothing(t *testing.T) {
 	topic := kafkatest.Topic(t, b, 2)
 	dir := t.TempDir()
 	cfg := jobConfig(t, b, topic, dir, jobOpts{parallelism: 2, checkpoint: "tolerable_failures: 1000, timeout: 10s"})
-	var on atomic.Bool
-	r := startWith(t, cfg, Options{FS: faultyFS(outDir(cfg), &on, func(op errorfs.Op) error {
+	restartsAndLosesNothing(t, b, topic, cfg, outDir(cfg), "a restart", func(op errorfs.Op) error {
 		if op.Kind == errorfs.OpFileSync {
 			return fmt.Errorf("injected fsync failure: %w", syscall.EIO)
 		}
 		return nil
-	})})
+	})
+}
+
+// restartsAndLosesNothing runs cfg with fault injected under dir from the
+// 1000th record on, until the job restarted (what), then without it:
+// every one of 2000 records is visible once.
+func restartsAndLosesNothing(t *testing.T, b kafkatest.Brokers, topic string, cfg *config.Job, dir, what string, fault func(errorfs.Op) error) {
+	t.Helper()
+	var on atomic.Bool
+	r := startWith(t, cfg, Options{FS: faultyFS(dir, &on, fault)})
 	produceIDs(t, b, topic, 0, 1000)
 	waitAll(t, outDir(cfg), 1000)
-
 	on.Store(true)
 	produceIDs(t, b, topic, 1000, 2000)
-	waitUntil(t, "a restart", func() bool { return r.counter("connector_job_restarts_total") >= 1 })
+	waitUntil(t, what, func() bool { return r.counter("connector_job_restarts_total") >= 1 })
 	on.Store(false)
 	waitAll(t, outDir(cfg), 2000)
 	r.stop(t)
@@ -180,20 +188,10 @@ func TestFailedSinkCommitRestartsTheJobAndLosesNothing(t *testing.T) {
 	dir := t.TempDir()
 	cfg := jobConfig(t, b, topic, dir, jobOpts{parallelism: 2})
 	cfg.Restart.MaxFailures = 1000
-	var on atomic.Bool
-	r := startWith(t, cfg, Options{FS: faultyFS(dir, &on, func(op errorfs.Op) error {
+	restartsAndLosesNothing(t, b, topic, cfg, dir, "a restart after the failed commit", func(op errorfs.Op) error {
 		if op.Kind == errorfs.OpRename && strings.Contains(op.Path, "/.inprogress.") {
 			return fmt.Errorf("injected rename failure: %w", syscall.EIO)
 		}
 		return nil
-	})})
-	produceIDs(t, b, topic, 0, 1000)
-	waitAll(t, outDir(cfg), 1000)
-	on.Store(true)
-	produceIDs(t, b, topic, 1000, 2000)
-	waitUntil(t, "a restart after the failed commit", func() bool { return r.counter("connector_job_restarts_total") >= 1 })
-	on.Store(false)
-	waitAll(t, outDir(cfg), 2000)
-	r.stop(t)
-	checkOnce(t, visibleIDs(t, outDir(cfg)), 2000)
+	})
 }

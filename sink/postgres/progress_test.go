@@ -19,14 +19,7 @@ import (
 func TestCommittedAfterReadsTheProgressInTheTablesSchema(t *testing.T) {
 	e := newEnv(t, `CREATE SCHEMA analytics`, strings.Replace(ordersTable, "orders", "analytics.orders", 1))
 	inSchema := func(c *Config) { c.Table = "analytics.orders" }
-	s := e.sink(1, inSchema)
-	recoverSink(t, s, nil)
-	w := newTestWriter(t, s, 0)
-	write(t, w, 0, 10)
-	commit(t, s, preCommit(t, w, 5))
-	w.Committed(5)
-	_ = w.Close()
-	_ = s.Close()
+	committedThrough5(t, e, inSchema)
 
 	later, err := e.sink(1, inSchema).CommittedAfter(ctx, 0) // the next start, from a reset checkpoint dir
 	if err != nil {
@@ -47,14 +40,7 @@ func TestCommittedAfterReadsTheProgressInTheTablesSchema(t *testing.T) {
 // and the later checkpoint commits its own rows only.
 func TestAStartBehindTheProgressTableLeavesNoTransactionOpen(t *testing.T) {
 	e := newEnv(t, ordersTable)
-	s := e.sink(1, nil)
-	recoverSink(t, s, nil)
-	w := newTestWriter(t, s, 0)
-	write(t, w, 0, 10)
-	commit(t, s, preCommit(t, w, 5))
-	w.Committed(5)
-	_ = w.Close()
-	_ = s.Close()
+	committedThrough5(t, e, nil)
 
 	s2 := e.sink(1, nil)
 	recoverSink(t, s2, nil)
@@ -86,4 +72,18 @@ func TestAnUpsertKeyOnADeferrableUniqueIsRefusedAtStart(t *testing.T) {
 	if !errors.Is(err, sink.ErrInvalidConfig) || !strings.Contains(err.Error(), "not deferrable") {
 		t.Fatalf("Recover with sink.key on a deferrable unique constraint: %v, want ErrInvalidConfig saying so", err)
 	}
+}
+
+// committedThrough5 runs a process of the job that commits rows 0-9 as
+// checkpoint 5 of writer 0, and stops.
+func committedThrough5(t *testing.T, e *env, mod func(*Config)) {
+	t.Helper()
+	s := e.sink(1, mod)
+	recoverSink(t, s, nil)
+	w := newTestWriter(t, s, 0)
+	write(t, w, 0, 10)
+	commit(t, s, preCommit(t, w, 5))
+	w.Committed(5)
+	_ = w.Close()
+	_ = s.Close()
 }

@@ -163,16 +163,7 @@ func TestALeaderWhoseLogDivergedFromWhatWasReadStopsTheReader(t *testing.T) {
 		if req.Topics[0].Partitions[0].LastFetchedEpoch != 0 {
 			return nil, nil, false // as kfake answers (it does not check)
 		}
-		resp := req.ResponseKind().(*kmsg.FetchResponse)
-		resp.SetVersion(req.GetVersion())
-		ft := kmsg.NewFetchResponseTopic()
-		ft.Topic, ft.TopicID = req.Topics[0].Topic, req.Topics[0].TopicID
-		rp := kmsg.NewFetchResponseTopicPartition()
-		rp.HighWatermark, rp.LastStableOffset = 20, 20
-		rp.DivergingEpoch.Epoch, rp.DivergingEpoch.EndOffset = 0, 8 // cut back to 8 since the restore
-		ft.Partitions = append(ft.Partitions, rp)
-		resp.Topics = append(resp.Topics, ft)
-		return resp, nil, true
+		return divergingAnswer(req, 0, 8), nil, true // cut back to 8 since the restore
 	})
 	s, err := Open(context.Background(), testConfig(b, topic), &position{Offsets: Offsets{topic: {0: 10}}, Epochs: Offsets{topic: {0: 0}}}, testLog(t))
 	if err != nil {
@@ -209,16 +200,7 @@ func TestALeaderThatDoesNotKnowTheEpochButReachesThePositionIsFollowed(t *testin
 		if rq.LastFetchedEpoch != 1 || rq.FetchOffset != 15 {
 			return nil, nil, false // kfake answers (it does not check)
 		}
-		resp := req.ResponseKind().(*kmsg.FetchResponse)
-		resp.SetVersion(req.GetVersion())
-		ft := kmsg.NewFetchResponseTopic()
-		ft.Topic, ft.TopicID = req.Topics[0].Topic, req.Topics[0].TopicID
-		rp := kmsg.NewFetchResponseTopicPartition()
-		rp.HighWatermark, rp.LastStableOffset = 20, 20
-		rp.DivergingEpoch.Epoch, rp.DivergingEpoch.EndOffset = 0, 17 // no epoch 1; epoch 0 reaches past 15
-		ft.Partitions = append(ft.Partitions, rp)
-		resp.Topics = append(resp.Topics, ft)
-		return resp, nil, true
+		return divergingAnswer(req, 0, 17), nil, true // no epoch 1; epoch 0 reaches past 15
 	})
 	s, err := Open(context.Background(), testConfig(b, topic), &position{Offsets: Offsets{topic: {0: 15}}, Epochs: Offsets{topic: {0: 1}}}, testLog(t))
 	if err != nil {
@@ -273,4 +255,19 @@ func TestARestoreWhoseEpochTheLeaderDoesNotKnowTakesTheLeaders(t *testing.T) {
 	if e, ok := s.readers[0].epochs.Lookup(topic, 0); !ok || e != 0 {
 		t.Errorf("the position's epoch: %d (%v), want the leader's 0", e, ok)
 	}
+}
+
+// divergingAnswer answers a fetch of epochTopic's partition with no
+// records and a DivergingEpoch: the leader's log has epoch up to end.
+func divergingAnswer(req *kmsg.FetchRequest, epoch int32, end int64) *kmsg.FetchResponse {
+	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	resp.SetVersion(req.GetVersion())
+	ft := kmsg.NewFetchResponseTopic()
+	ft.Topic, ft.TopicID = req.Topics[0].Topic, req.Topics[0].TopicID
+	rp := kmsg.NewFetchResponseTopicPartition()
+	rp.HighWatermark, rp.LastStableOffset = 20, 20
+	rp.DivergingEpoch.Epoch, rp.DivergingEpoch.EndOffset = epoch, end
+	ft.Partitions = append(ft.Partitions, rp)
+	resp.Topics = append(resp.Topics, ft)
+	return resp
 }
