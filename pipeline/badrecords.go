@@ -26,6 +26,7 @@ type badRecords struct {
 	policy  config.DecodeErrorPolicy
 	topic   string
 	dlq     *kgo.Client // dead_letter only; shared by the workers
+	limit   int         // dead_letter only: the largest record its topic takes (deadletter.go)
 	metrics *jobMetrics
 	log     zerolog.Logger
 
@@ -48,7 +49,12 @@ func (b *badRecords) handle(ctx context.Context, r *record.Record, cause error) 
 		return nil
 	case config.DecodeDeadLetter:
 		b.metrics.badDeadLettered.Inc()
-		b.dlq.Produce(ctx, deadLetter(b.topic, r, cause), func(_ *kgo.Record, err error) {
+		kr := deadLetter(b.topic, r, cause)
+		if cut := fitDeadLetter(kr, b.limit); cut != "" {
+			b.log.Warn().Str("topic", r.Topic).Int32("partition", r.Partition).Int64("offset", r.Offset).Int("limit", b.limit).Str("cut", cut).
+				Msg("a dead letter over its topic's max.message.bytes is cut to fit it: the record is whole in its source topic, at the offset its headers name")
+		}
+		b.dlq.Produce(ctx, kr, func(_ *kgo.Record, err error) {
 			if err != nil {
 				b.mu.Lock()
 				b.failure = cmp.Or(b.failure, err)

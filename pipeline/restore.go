@@ -124,7 +124,7 @@ func (a *attempt) restore(ctx context.Context, stop <-chan struct{}) (*restoredJ
 	// is never committed ahead of its output.
 	a.commitRestoredPositions(ctx, r)
 	crashpoint.Hit(crashpoint.DuringRestore)
-	if err := a.openDeadLetter(r); err != nil {
+	if err := a.openDeadLetter(ctx, r); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -319,18 +319,19 @@ func isCancel(err error) bool {
 	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
-// openDeadLetter is step 5: the dead-letter producer, if configured.
-func (a *attempt) openDeadLetter(r *restoredJob) error {
+// openDeadLetter is step 5: the dead-letter producer, if configured, and
+// the largest record its topic takes.
+func (a *attempt) openDeadLetter(ctx context.Context, r *restoredJob) error {
 	cfg := a.j.cfg
 	r.bad = &badRecords{policy: cfg.Pipeline.OnDecodeError.Policy, topic: cfg.Pipeline.OnDecodeError.Topic, metrics: a.j.metrics, log: a.j.log}
 	if r.bad.policy != "dead_letter" {
 		return nil
 	}
-	dlq, err := kgo.NewClient(append(kafkaclient.Opts(cfg.Kafka, a.j.log), kgo.WithHooks(a.j.metrics.kafka.Hooks("dead-letter")...))...)
+	dlq, limit, err := dialDeadLetter(ctx, r.bad.topic, append(kafkaclient.Opts(cfg.Kafka, a.j.log), kgo.WithHooks(a.j.metrics.kafka.Hooks("dead-letter")...)), a.j.log)
 	if err != nil {
 		return fmt.Errorf("dead-letter producer: %w", err)
 	}
 	a.defer_(dlq.Close)
-	r.bad.dlq = dlq
+	r.bad.dlq, r.bad.limit = dlq, limit
 	return nil
 }

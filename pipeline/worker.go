@@ -187,12 +187,16 @@ func (w *worker) process(ctx context.Context, b batch) error {
 				return fmt.Errorf("%s: %w", w.task, err) // a routing bug: never touch another worker's state
 			}
 		}
+		// The record as it came from Kafka: a bad record meets its policy
+		// (a dead letter) so, not as far as the transforms took it.
+		key, value := r.Key, r.Value
 		if w.chain != nil {
 			keep, err := w.chain.Apply(r)
 			if err != nil && !errors.Is(err, transform.ErrDecode) {
 				return fmt.Errorf("%s: transform: %w", w.task, err) // state I/O: never drop the record
 			}
 			if err != nil {
+				r.Key, r.Value = key, value
 				if err := w.bad.handle(ctx, r, err); err != nil {
 					return fmt.Errorf("%s: %w", w.task, err)
 				}
@@ -204,6 +208,7 @@ func (w *worker) process(ctx context.Context, b batch) error {
 		}
 		if err := w.writer.Write(ctx, r); err != nil {
 			if errors.Is(err, sink.ErrBadRecord) {
+				r.Key, r.Value = key, value
 				if err := w.bad.handle(ctx, r, err); err != nil {
 					return fmt.Errorf("%s: %w", w.task, err)
 				}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"math"
 	"strconv"
 	"strings"
 
@@ -206,9 +207,9 @@ func toScalar(v any, key string) (scalar, error) {
 	case bool:
 		return scalar{kind: 'b', b: x}, nil
 	case float64:
-		return scalar{kind: '0', n: x}, nil
+		return finite(x, key)
 	case float32:
-		return scalar{kind: '0', n: float64(x)}, nil
+		return finite(float64(x), key)
 	case int:
 		return scalar{kind: '0', n: float64(x)}, nil
 	case int8:
@@ -234,9 +235,20 @@ func toScalar(v any, key string) (scalar, error) {
 		if err != nil {
 			return scalar{}, configError(key, "%q is not a number", x)
 		}
-		return scalar{kind: '0', n: n}, nil
+		return finite(n, key)
 	}
 	return scalar{}, configError(key, "must be a string, number, bool or null, got %T", v)
+}
+
+// finite is the number n as a scalar. NaN and the infinities are refused:
+// no JSON number equals NaN nor is ordered against it (gte and lte would
+// keep every record), and JSON has no infinity (a number beyond float64's
+// range would be both >= and <= .inf).
+func finite(n float64, key string) (scalar, error) {
+	if math.IsNaN(n) || math.IsInf(n, 0) {
+		return scalar{}, configError(key, "must be a finite number, got %v", n)
+	}
+	return scalar{kind: '0', n: n}, nil
 }
 
 func (c *cond) match(d *document) (bool, error) {
