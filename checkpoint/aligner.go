@@ -63,9 +63,15 @@ func (s AlignerSettings) Validate() error {
 //     older up (CancelAndForward, ErrSubsumed) and starts aligning the newer.
 //     In at-least-once mode several checkpoints may be tracked at once; the
 //     completion of n gives up every older one still tracked.
-//   - A CancelMarker for n, or Abort(n) from the Coordinator, gives n (and
-//     anything older still tracked) up with CancelAndForward and releases held
-//     input; barrier n arriving later is then ignored.
+//   - A CancelMarker for n gives n (and anything older still tracked) up with
+//     CancelAndForward and releases held input; barrier n arriving later is
+//     then ignored. A marker for n on a channel follows that channel's
+//     barriers for the older ones, or their absence: they cannot align.
+//   - Abort(n) from the Coordinator says nothing of the older checkpoints
+//     still aligning here (n may have failed elsewhere while they are
+//     healthy): it gives n up as a marker would once none older is tracked
+//     (at once if none is), or when barrier n arrives (in exactly-once
+//     mode; in at-least-once mode barrier n is then ignored).
 //   - A barrier or marker for a checkpoint that was already snapshotted or given
 //     up, or a barrier repeated on a channel, is ignored.
 //   - A channel that ends no longer counts: an alignment waiting only for it
@@ -83,6 +89,9 @@ type Aligner[R any] struct {
 	// aligning: checkpoints being aligned, ascending; at most one in
 	// exactly-once mode.
 	aligning []*alignment
+	// aborted: checkpoints the Coordinator aborted while older ones were
+	// aligning here, with the reason; given up once those are done.
+	aborted map[ID]error
 
 	held      []item[R]
 	heldBytes int64
@@ -140,9 +149,11 @@ func (a *Aligner[R]) Process(now time.Time, ch int, el Element[R]) ([]Output[R],
 }
 
 // Abort gives checkpoint id up because the Coordinator aborted it (its Abort
-// action): as a CancelMarker for id on every channel at once would. Like
-// Process it returns the outputs to perform (valid until the next call): a
-// CancelAndForward unless id was already finished here, then any released
+// action): as a CancelMarker for id on every channel at once would, except
+// that checkpoints older than id still aligning here go on (see the type's
+// doc), and id is given up after them. Like Process it returns the outputs
+// to perform (valid until the next call): a CancelAndForward for id unless
+// it was already finished here or waits for older ones, then any released
 // input.
 func (a *Aligner[R]) Abort(now time.Time, id ID) []Output[R] {
 	return a.run(now, item[R]{ch: -1, el: Element[R]{Kind: abortElement, Cancel: CancelMarker{ID: id}}})
@@ -191,10 +202,11 @@ func (a *Aligner[R]) step(now time.Time, it item[R]) {
 	case CancelElement:
 		a.cancelUpTo(it.el.Cancel.ID, fmt.Errorf("checkpoint %d: %w by marker on channel %d", it.el.Cancel.ID, ErrCancelled, it.ch))
 	case abortElement:
-		a.cancelUpTo(it.el.Cancel.ID, fmt.Errorf("checkpoint %d: %w by the coordinator", it.el.Cancel.ID, ErrCancelled))
+		a.abort(it.el.Cancel.ID, fmt.Errorf("checkpoint %d: %w by the coordinator", it.el.Cancel.ID, ErrCancelled))
 	case EndOfChannel:
 		a.end(now, it.ch)
 	}
+	a.giveUpAborted()
 }
 
 func (a *Aligner[R]) hold(it item[R]) {
@@ -211,6 +223,15 @@ func (a *Aligner[R]) hold(it item[R]) {
 func (a *Aligner[R]) barrier(now time.Time, ch int, b Barrier) {
 	if b.ID <= a.floor {
 		return // stale: snapshotted or given up here already
+	}
+	if reason, ok := a.aborted[b.ID]; ok {
+		if a.s.Mode == ExactlyOnce {
+			// Read on an unblocked channel: the older ones aligning
+			// cannot align (as for a newer barrier).
+			delete(a.aborted, b.ID)
+			a.cancelUpTo(b.ID, reason)
+		}
+		return
 	}
 	i, found := slices.BinarySearchFunc(a.aligning, b.ID, func(e *alignment, id ID) int { return cmp.Compare(e.b.ID, id) })
 	if !found {
@@ -260,6 +281,23 @@ func (a *Aligner[R]) snapshot(now time.Time, e *alignment) {
 		Duration: now.Sub(e.start), StartDelay: delay, HeldCount: len(a.held), HeldBytes: a.heldBytes,
 	}})
 	a.forget(e.b.ID)
+}
+
+// abort gives checkpoint id up for the Coordinator: at once if nothing
+// older is aligning, else once the older ones are done (forget) or barrier
+// id arrives.
+func (a *Aligner[R]) abort(id ID, reason error) {
+	if id <= a.floor {
+		return
+	}
+	if len(a.aligning) == 0 || a.aligning[0].b.ID >= id {
+		a.cancelUpTo(id, reason)
+		return
+	}
+	if a.aborted == nil {
+		a.aborted = make(map[ID]error)
+	}
+	a.aborted[id] = reason
 }
 
 // cancelUpTo gives up checkpoint id and every older one still tracked, and
@@ -318,10 +356,36 @@ func (a *Aligner[R]) end(now time.Time, ch int) {
 		return
 	}
 	for {
-		i := slices.IndexFunc(a.aligning, func(e *alignment) bool { return e.count == a.live })
+		i := slices.IndexFunc(a.aligning, func(e *alignment) bool { return e.count == a.live && a.aborted[e.b.ID] == nil })
 		if i < 0 {
 			return
 		}
 		a.snapshot(now, a.aligning[i])
 	}
+}
+
+// giveUpAborted gives up the checkpoints the Coordinator aborted that no
+// older one still aligning waits before, oldest first; run after each
+// element, once the element's own alignments are in place.
+func (a *Aligner[R]) giveUpAborted() {
+	for len(a.aborted) > 0 && a.giveUpOldestAborted() {
+	}
+}
+
+func (a *Aligner[R]) giveUpOldestAborted() bool {
+	next := ID(0)
+	for id := range a.aborted {
+		if id <= a.floor {
+			delete(a.aborted, id)
+		} else if next == 0 || id < next {
+			next = id
+		}
+	}
+	if next == 0 || (len(a.aligning) > 0 && a.aligning[0].b.ID < next) {
+		return false
+	}
+	reason := a.aborted[next]
+	delete(a.aborted, next)
+	a.cancelUpTo(next, reason)
+	return true
 }

@@ -8,7 +8,10 @@ import (
 )
 
 // ID identifies a checkpoint. IDs are handed out by the Coordinator in strictly
-// increasing order, across restarts too.
+// increasing order, across restarts too: above the newest one with a file on
+// disk, and within a process above every one triggered. (After the process
+// restarts, the id of a checkpoint that failed leaving no file may come
+// again, as in Flink without HA: nothing of it is committed anywhere.)
 type ID uint64
 
 // TaskID names one task of the job graph (for example "source", "worker-2",

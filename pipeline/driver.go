@@ -97,6 +97,7 @@ func (d *driver) loop(ctx context.Context, stop <-chan struct{}, tick, finalTime
 			if time.Now().After(deadline) {
 				return fmt.Errorf("%w within %s (checkpoint.timeout)", errFinalCheckpoint, finalTimeout)
 			}
+			d.retryFinal(ctx, finalAfter)
 		}
 	}
 }
@@ -115,6 +116,19 @@ func (d *driver) requestStop(ctx context.Context) checkpoint.ID {
 	}
 	d.step(ctx, checkpoint.TriggerNow{Now: d.coordTime(d.now())})
 	return finalAfter
+}
+
+// retryFinal asks for a checkpoint again when none from finalAfter on is
+// pending or completed: the final one failed (a decline, a timeout), and
+// the next regular one could be due after the stop's deadline. The
+// readers' barriers still flow after their suspension, so it can complete.
+func (d *driver) retryFinal(ctx context.Context, finalAfter checkpoint.ID) {
+	st := d.coord.Status()
+	if st.LastCompleted >= finalAfter || (len(st.Pending) > 0 && st.Pending[len(st.Pending)-1] >= finalAfter) || st.NextID <= finalAfter {
+		return
+	}
+	d.log.Info().Uint64("after", uint64(finalAfter)).Msg("the final checkpoint failed: taking another")
+	d.step(ctx, checkpoint.TriggerNow{Now: d.coordTime(d.now())})
 }
 
 // coordTime returns t, or the latest time it returned if t is before it:
@@ -176,6 +190,7 @@ func (d *driver) perform(ctx context.Context, a checkpoint.Action) checkpoint.Ev
 		d.discards = append(d.discards, a)
 	case checkpoint.FailJob:
 		d.failed = a.Reason
+		d.history.endInProgress(d.now(), a.Reason) // they end with the attempt
 	}
 	return nil
 }
@@ -314,6 +329,8 @@ func (d *driver) abort(a checkpoint.Abort) {
 		r.CancelBarrier(a.ID)
 	}
 	if errors.Is(a.Reason, checkpoint.ErrSubsumed) {
+		// Not a failure (no metric, no health): a newer one completed.
+		d.history.end(a.ID, d.now(), func(c *CheckpointRecord) { c.Status, c.Reason = statusFailed, a.Reason.Error() })
 		d.log.Debug().Uint64("checkpoint", uint64(a.ID)).Msg("checkpoint subsumed")
 		return
 	}

@@ -59,6 +59,16 @@ type history struct {
 	mu     sync.Mutex
 	recs   []CheckpointRecord // oldest first
 	counts Counts
+	top    checkpoint.ID // the highest id triggered in this process
+}
+
+// maxTriggered is the highest checkpoint id triggered in this process: a
+// restart's Coordinator goes on above it, so no id is used twice, even
+// one that failed before any of its files was written.
+func (h *history) maxTriggered() checkpoint.ID {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.top
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
@@ -70,6 +80,7 @@ func (h *history) triggered(id checkpoint.ID, at time.Time) {
 		h.recs = slices.Delete(h.recs, 0, 1)
 	}
 	h.recs = append(h.recs, CheckpointRecord{ID: uint64(id), Status: statusInProgress, TriggeredAt: at.UTC()})
+	h.top = max(h.top, id)
 }
 
 // end updates checkpoint id's record (one triggered before this attempt,
@@ -96,6 +107,22 @@ func (h *history) end(id checkpoint.ID, at time.Time, fill func(*CheckpointRecor
 		h.counts.Completed++
 	} else {
 		h.counts.Failed++
+	}
+}
+
+// endInProgress ends every record still in progress as failed for reason:
+// the attempt that took them failed.
+func (h *history) endInProgress(at time.Time, reason error) {
+	h.mu.Lock()
+	ids := []checkpoint.ID{}
+	for _, r := range h.recs {
+		if r.Status == statusInProgress {
+			ids = append(ids, checkpoint.ID(r.ID))
+		}
+	}
+	h.mu.Unlock()
+	for _, id := range ids {
+		h.end(id, at, func(c *CheckpointRecord) { c.Status, c.Reason = statusFailed, reason.Error() })
 	}
 }
 
