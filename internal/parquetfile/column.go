@@ -1,7 +1,6 @@
 package parquetfile
 
 import (
-	"bytes"
 	"encoding/binary"
 	"math"
 
@@ -299,8 +298,13 @@ func (c *column) statistics() format.Statistics {
 	}
 	switch c.typ {
 	case format.ByteArray:
+		// An empty bound (minB stays nil when the first value is empty)
+		// is written as an empty value: a nil one is left out of the
+		// footer, and the chunk then has no bounds. Hence no bytes.Clone,
+		// which keeps nil nil.
 		if max(len(s.minB), len(s.maxB)) <= maxStatBytes {
-			st.MinValue, st.MaxValue = bytes.Clone(s.minB), bytes.Clone(s.maxB)
+			st.MinValue = append(make([]byte, 0, len(s.minB)), s.minB...)
+			st.MaxValue = append(make([]byte, 0, len(s.maxB)), s.maxB...)
 		}
 	case format.Int32:
 		st.MinValue = binary.LittleEndian.AppendUint32(nil, uint32(s.minI))

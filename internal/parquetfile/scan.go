@@ -21,6 +21,13 @@ type trieEntry struct {
 	key   string
 	cols  []int // columns whose path ends at this key
 	child *trie // paths that continue below this key
+	under []int // the columns of child, at every depth
+	// seen is the full scan (scanner.scans) that last met the key, so a
+	// trie belongs to one scanner. A key met again in the same scan is
+	// repeated, and its last value counts: the columns under it lose what
+	// the earlier value set (those of cols are simply set again). A key
+	// met once costs no clear.
+	seen uint64
 }
 
 func buildTrie(cols []Column) *trie {
@@ -40,7 +47,22 @@ func buildTrie(cols []Column) *trie {
 			t = e.child
 		}
 	}
+	root.collect()
 	return root
+}
+
+// collect sets the under list of t's entries and returns every column of t.
+func (t *trie) collect() []int {
+	var all []int
+	for i := range t.entries {
+		e := &t.entries[i]
+		if e.child != nil {
+			e.under = e.child.collect()
+		}
+		all = append(all, e.cols...)
+		all = append(all, e.under...)
+	}
+	return all
 }
 
 func (t *trie) entry(key string) *trieEntry {
@@ -77,6 +99,7 @@ type scanner struct {
 	key     []byte   // scratch for unescaped keys
 	slots   []slot   // the top-level values of the record being scanned
 	shape   shape    // the layout of the last record
+	scans   uint64   // full scans begun, this one included
 }
 
 func newScanner(cols []Column) *scanner {
@@ -98,6 +121,7 @@ func (s *scanner) scan(data []byte) error {
 	}
 	clear(s.raw)
 	s.slots = s.slots[:0]
+	s.scans++
 	i := skipSpace(data, 0)
 	if i >= len(data) || data[i] != '{' {
 		return syntaxError(data, i, "want a JSON object")
@@ -140,6 +164,14 @@ func (s *scanner) object(data []byte, i int, t *trie, depth int) (int, error) {
 				key = s.key
 			}
 			e = t.lookup(key, &next)
+		}
+		if e != nil && e.child != nil {
+			if e.seen == s.scans { // a repeated key: its last value counts, whatever it is
+				for _, c := range e.under {
+					s.raw[c] = nil
+				}
+			}
+			e.seen = s.scans
 		}
 		i = skipSpace(data, end)
 		if i >= len(data) || data[i] != ':' {

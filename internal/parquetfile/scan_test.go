@@ -10,8 +10,9 @@ import (
 
 // FuzzScanAgreesWithEncodingJSON checks the scanner against encoding/json:
 // it accepts exactly the JSON objects (of UTF-8 text, nested at most
-// maxDepth deep), and finds for a key the same raw value (the last one, for
-// a repeated key).
+// maxDepth deep), and finds for a key, and for a key of the object at a
+// key, the same raw value (the last one, for a repeated key: {"a":{"b":1},
+// "a":2} has no a.b).
 func FuzzScanAgreesWithEncodingJSON(f *testing.F) {
 	for i := range 12 {
 		v, _ := record(i)
@@ -22,6 +23,7 @@ func FuzzScanAgreesWithEncodingJSON(f *testing.F) {
 		`{"a": "\ud83d\ude00\ud800x"}`, `{"a": -0.0e+1}`, `[]`, `{"a": 1,}`, `{"a" 1}`, `{"a": 1}x`,
 		`{"a": tru}`, `{"a": 1.}`, `{"a": .1}`, `{"a": -}`, `{"a": "\x"}`, `{"a": {"b": [1, 2]}}`,
 		"{\"a\": \"\xc3\"}", "{\"a\": \"\x01\"}", `{"a":` + strings.Repeat("[", 20) + strings.Repeat("]", 20) + `}`,
+		`{"a": {"b": 1}, "a": 2}`, `{"a": {"b": 1}, "a": {"c": 2}}`, `{"a": {"b": 1, "b": 2}, "x": 3}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -37,6 +39,14 @@ func FuzzScanAgreesWithEncodingJSON(f *testing.F) {
 			t.Fatalf("scanner refuses %q: %v", data, err)
 		case err == nil && !bytes.Equal(s.raw[0], m["a"]):
 			t.Fatalf("%q: scanner finds a = %q, encoding/json %q", data, s.raw[0], m["a"])
+		}
+		if err != nil {
+			return
+		}
+		var a map[string]json.RawMessage
+		_ = json.Unmarshal(m["a"], &a) // no a.b unless a is an object
+		if !bytes.Equal(s.raw[1], a["b"]) || (s.raw[1] == nil) != (a["b"] == nil) {
+			t.Fatalf("%q: scanner finds a.b = %q, encoding/json %q", data, s.raw[1], a["b"])
 		}
 	})
 }
@@ -71,6 +81,8 @@ func FuzzShapeAgreesWithFullScan(f *testing.F) {
 		{`{"a":1,"a":2}`, `{"a":3,"a":"4"}`},
 		{` {"x":{"y":1},"a":2}`, ` {"x":{"y":3},"a":4}`},
 		{`{"x":null,"a":2}`, `{"x":{"y":3},"a":4}`},
+		{`{"x":{"y":1},"x":2}`, `{"x":{"y":3},"a":4}`},
+		{`{"x":{"y":1},"a":2}`, `{"x":{"y":3},"x":{"z":4}}`},
 		{`{"b":true}`, `{"b":truex}`},
 		{`{"b":1}`, `{"b":1.}`},
 		{`{}`, `{}`},
