@@ -27,8 +27,8 @@ func TestSetGetDeleteRoundTrip(t *testing.T) {
 	if err != nil || !ok || string(v) != "3" {
 		t.Fatalf("Get(a) = %q, %v, %v; want 3", v, ok, err)
 	}
-	if _, ok, _ := s.Get([]byte("b")); ok {
-		t.Fatal("Get(b) found a deleted key")
+	if _, ok, err := s.Get([]byte("b")); err != nil || ok {
+		t.Fatalf("Get(b) of a deleted key = found %v, %v; want not found, no error", ok, err)
 	}
 }
 

@@ -70,8 +70,8 @@ func TestStorageOnARealServer(t *testing.T) {
 			t.Errorf("Delete: %v", err)
 		}
 	}
-	if keys, _ := s.List(ctx, "state/"); len(keys) != 0 {
-		t.Errorf("after Delete: %v", keys)
+	if keys, err := s.List(ctx, "state/"); err != nil || len(keys) != 0 {
+		t.Errorf("after Delete: %v, %v", keys, err)
 	}
 }
 

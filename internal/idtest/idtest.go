@@ -8,7 +8,9 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -43,7 +45,10 @@ func Produce(t testing.TB, b kafkatest.Brokers, topic string, from, to int) {
 func Visible(t testing.TB, dir string) map[int]int {
 	t.Helper()
 	ids := map[int]int{}
-	entries, _ := os.ReadDir(dir)
+	entries, err := os.ReadDir(dir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		t.Fatal(err)
+	}
 	for _, e := range entries {
 		if strings.HasPrefix(e.Name(), ".") || strings.HasPrefix(e.Name(), "_") {
 			continue
@@ -59,6 +64,9 @@ func Visible(t testing.TB, dir string) map[int]int {
 				t.Fatalf("%s: bad line %q: %v", e.Name(), sc.Text(), err)
 			}
 			ids[v.ID]++
+		}
+		if err := sc.Err(); err != nil {
+			t.Fatalf("%s: %v", e.Name(), err)
 		}
 		f.Close()
 	}

@@ -173,8 +173,8 @@ func TestRecordsGoToTheBucketsOfTheirTimeAndFieldExactlyOnce(t *testing.T) {
 	if err != nil || !slices.Equal(after, visible) {
 		t.Fatalf("CommittedAfter(3) = %v, %v; want %v", after, err, visible)
 	}
-	if after, _ := s.CommittedAfter(ctx, 4); len(after) != 0 {
-		t.Fatalf("CommittedAfter(4) = %v", after)
+	if after, err := s.CommittedAfter(ctx, 4); err != nil || len(after) != 0 {
+		t.Fatalf("CommittedAfter(4) = %v, %v; want none", after, err)
 	}
 }
 

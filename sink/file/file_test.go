@@ -467,7 +467,7 @@ func TestCommittedAfterListsTheOutputOfLaterCheckpoints(t *testing.T) {
 	if want := []string{"part-orders-000000000002-w0-0.jsonl", "part-orders-000000000003-w0-0.jsonl"}; !slices.Equal(got, want) {
 		t.Errorf("CommittedAfter(1) = %v, want %v", got, want)
 	}
-	if got, _ := s.CommittedAfter(ctx, 3); len(got) != 0 {
-		t.Errorf("CommittedAfter(3) = %v, want none", got)
+	if got, err := s.CommittedAfter(ctx, 3); err != nil || len(got) != 0 {
+		t.Errorf("CommittedAfter(3) = %v, %v; want none", got, err)
 	}
 }

@@ -79,25 +79,60 @@ func preCommit(t *testing.T, w sink.Writer, id checkpoint.ID) []sink.Committable
 	return cs
 }
 
-// committedValues reads the topic as a read_committed consumer does, until
-// it saw want records or nothing came for a while, and returns the values
-// sorted.
+// committedValues reads the topic as a read_committed consumer does and
+// returns the values sorted. It reads every partition at least to its last
+// stable offset as the brokers give it at the call (so "none visible" is
+// decided by the offsets, not by how much a poll of a few seconds happened
+// to bring), and then on until it saw want records and nothing came for a
+// while. It fails the test when it cannot reach those offsets within a
+// minute.
 func committedValues(t *testing.T, b kafkatest.Brokers, topic string, want int) []string {
 	t.Helper()
+	lctx, lcancel := context.WithTimeout(ctx, 20*time.Second)
+	lso, err := kafkatest.Admin(t, b).ListCommittedOffsets(lctx, topic)
+	lcancel()
+	if err == nil {
+		err = lso.Error()
+	}
+	if err != nil {
+		t.Fatalf("last stable offsets of %s: %v", topic, err)
+	}
+	// Control records (transaction markers) are kept for their offsets
+	// only: the last record below a last stable offset may be a marker.
 	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs...), kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.KeepControlRecords())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cl.Close()
+	next := map[int32]int64{}
+	behind := func() string {
+		for p, o := range lso[topic] {
+			if next[p] < o.Offset {
+				return fmt.Sprintf("partition %d read to %d of its last stable offset %d", p, next[p], o.Offset)
+			}
+		}
+		return ""
+	}
+	deadline := time.Now().Add(time.Minute)
 	var out []string
 	for {
 		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		fs := cl.PollFetches(pctx)
 		cancel()
 		n := 0
-		fs.EachRecord(func(r *kgo.Record) { out = append(out, string(r.Value)); n++ })
-		if n == 0 && (len(out) >= want || pctx.Err() != nil) {
+		fs.EachRecord(func(r *kgo.Record) {
+			next[r.Partition] = max(next[r.Partition], r.Offset+1)
+			n++
+			if !r.Attrs.IsControl() {
+				out = append(out, string(r.Value))
+			}
+		})
+		lag := behind()
+		if lag != "" && time.Now().After(deadline) {
+			t.Fatalf("read_committed read of %s: %s after a minute", topic, lag)
+		}
+		if n == 0 && lag == "" && (len(out) >= want || pctx.Err() != nil) {
 			break
 		}
 	}
