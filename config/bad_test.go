@@ -81,7 +81,7 @@ func TestBadConfigsNameFileLineAndKey(t *testing.T) {
 		{
 			name: "missing name",
 			yaml: doc(minimal[1:]...),
-			want: `config.yaml: name: is required`,
+			want: `config.yaml:1: name: is required`,
 		},
 		{
 			name: "bad name",
@@ -96,7 +96,7 @@ func TestBadConfigsNameFileLineAndKey(t *testing.T) {
 		{
 			name: "missing topics and no source at all",
 			yaml: doc("name: orders", "kafka: {brokers: [localhost:9092]}", "sink: {type: stdout}"),
-			want: `config.yaml: source.topics: at least one topic is required`,
+			want: `config.yaml:1: source.topics: at least one topic is required`,
 		},
 		{
 			name: "unknown top-level key close to another",
@@ -126,7 +126,7 @@ func TestBadConfigsNameFileLineAndKey(t *testing.T) {
 		{
 			name: "missing sink",
 			yaml: doc(minimal[:3]...),
-			want: `config.yaml: sink.type: is required (one of file, kafka, postgres, s3 or stdout)`,
+			want: `config.yaml:1: sink.type: is required (one of file, kafka, postgres, s3 or stdout)`,
 		},
 		{
 			name: "file sink without path",

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/connector-dev/connector/checkpoint"
+	"github.com/connector-dev/connector/config/secret"
 	"github.com/connector-dev/connector/internal/s3conn"
 	"github.com/connector-dev/connector/internal/spec"
 )
@@ -37,11 +38,15 @@ func (c *Checkpoint) Validate(p *spec.Problems) {
 }
 
 // ParseStorage splits an s3://bucket[/prefix] URL; the prefix, when not
-// empty, ends with '/'.
+// empty, ends with '/'. Its errors show the URL with any credentials in it
+// replaced (secret.RedactURL).
 func ParseStorage(s string) (bucket, prefix string, err error) {
 	u, err := url.Parse(s)
-	if err != nil || u.Scheme != "s3" || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
-		return "", "", fmt.Errorf("%q: want s3://bucket or s3://bucket/prefix (the only storage besides the local directories)", s)
+	switch {
+	case err == nil && u.User != nil:
+		return "", "", fmt.Errorf("%q: credentials do not go in the URL: want s3://bucket or s3://bucket/prefix, and checkpoint.s3.access_key_id and secret_access_key", secret.RedactURL(s))
+	case err != nil || u.Scheme != "s3" || u.Host == "" || u.RawQuery != "" || u.Fragment != "":
+		return "", "", fmt.Errorf("%q: want s3://bucket or s3://bucket/prefix (the only storage besides the local directories)", secret.RedactURL(s))
 	}
 	if err := s3conn.CheckBucket(u.Host); err != nil {
 		return "", "", fmt.Errorf("%q: %w", s, err)

@@ -3,6 +3,7 @@ package config
 import (
 	"cmp"
 	"encoding"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -105,12 +106,12 @@ func (d *decoder) value(n *yaml.Node, path string, v reflect.Value, section stri
 		}
 		return
 	}
-	s, ok := d.scalar(n, path, cmp.Or(expectedName(t), "a string"))
+	s, ok := d.scalar(n, path, cmp.Or(expectedName(t), "a string"), t == secretType)
 	if !ok || s == "" { // an empty value means "use the default"
 		return
 	}
 	if err := spec.SetScalar(v, s); err != nil {
-		if want := expectedName(t); want != "" {
+		if want := expectedName(t); want != "" && !errors.Is(err, spec.ErrLeadingZero) {
 			d.errs.addAt(n.Line, path, "%q is not %s", s, want)
 		} else {
 			d.errs.addAt(n.Line, path, "%v", err) // the type's own words
@@ -127,15 +128,16 @@ func (d *decoder) markSet(path string, ok bool) {
 }
 
 // scalar returns n's value with ${VAR} expanded; ok is false (and the problem
-// recorded) when n is not a scalar or the expansion fails.
-func (d *decoder) scalar(n *yaml.Node, path, want string) (string, bool) {
+// recorded) when n is not a scalar or the expansion fails. The problem
+// with a secret's expansion does not quote the value.
+func (d *decoder) scalar(n *yaml.Node, path, want string, secret bool) (string, bool) {
 	if n.Kind != yaml.ScalarNode {
 		d.errs.addAt(n.Line, path, "expected %s, got %s", want, kindName(n))
 		return "", false
 	}
 	s, err := expand(n.Value, d.lookup)
 	if err != nil {
-		d.errs.addAt(n.Line, path, "%v", err)
+		d.errs.addAt(n.Line, path, "%s", errorOf(err, n.Value, secret))
 		return "", false
 	}
 	if s != n.Value {
@@ -162,7 +164,7 @@ func (d *decoder) list(n *yaml.Node, path string, v reflect.Value) {
 		d.src.lines[key] = item.Line
 		e := reflect.New(elem).Elem()
 		if elem.Kind() == reflect.String {
-			s, ok := d.scalar(resolveAlias(item), key, "a string")
+			s, ok := d.scalar(resolveAlias(item), key, "a string", false)
 			if !ok {
 				continue
 			}
@@ -192,7 +194,7 @@ func (d *decoder) stringMap(n *yaml.Node, path string, v reflect.Value) {
 			d.errs.addAt(k.Line, key, "duplicate key")
 			continue
 		}
-		s, ok := d.scalar(val, key, "a string")
+		s, ok := d.scalar(val, key, "a string", false)
 		if ok {
 			m.SetMapIndex(reflect.ValueOf(k.Value), reflect.ValueOf(s))
 		}

@@ -5,6 +5,8 @@ import (
 	"reflect"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/connector-dev/connector/internal/spec"
 )
 
 // plugins decodes a list of plugins (pipeline.transforms): each item a
@@ -45,7 +47,7 @@ func (d *decoder) plugin(n *yaml.Node, key string, p *Plugin, section string) {
 		typeNode = mappingValue(n, "type")
 	}
 	if typeNode != nil && !isNull(typeNode) {
-		s, ok := d.scalar(typeNode, typeKey, "a string")
+		s, ok := d.scalar(typeNode, typeKey, "a string", false)
 		if !ok {
 			return
 		}
@@ -118,7 +120,7 @@ func (d *decoder) any(n *yaml.Node, path string) (any, bool) {
 // scalar keeps its type, a plain one is resolved again (so "${MIN:-10}" is
 // the number 10).
 func (d *decoder) typedScalar(n *yaml.Node, path string) (any, bool) {
-	s, ok := d.scalar(n, path, "a scalar")
+	s, ok := d.scalar(n, path, "a scalar", false)
 	if !ok {
 		return nil, false
 	}
@@ -133,6 +135,12 @@ func (d *decoder) typedScalar(n *yaml.Node, path string) (any, bool) {
 	if err := r.Decode(&x); err != nil {
 		d.errs.addAt(n.Line, path, "%q is not a %s", s, r.ShortTag())
 		return nil, false
+	}
+	if r.ShortTag() == "!!int" {
+		if err := spec.CheckLeadingZero(s); err != nil { // yaml.v3 reads 010 as octal 8
+			d.errs.addAt(n.Line, path, "%v", err)
+			return nil, false
+		}
 	}
 	switch x := x.(type) {
 	case nil, bool, string, float64:

@@ -8,18 +8,37 @@ import (
 
 // fillDefaults resolves the plugins (a section with a default kind gets it)
 // and applies every `default` tag of the job's structs to the fields that
-// set reports absent and that are still zero: for a file, set is "the key
-// had a value", so an explicit 0 stays 0 (and validation may reject it);
-// for a Job built in code, set is always false, so zero means unset.
-func fillDefaults(j *Job, set func(key string) bool) {
+// src reports absent and that are still zero: for a file, "absent" is "the
+// key had no value", so an explicit 0 stays 0 (and validation may reject
+// it); for a Job built in code (src nil), zero means unset. A key
+// defaulted from another key ("@/name") takes that key's written text
+// too, so Dump shows "${JOB_NAME}" for both, never the value.
+func fillDefaults(j *Job, src *origin) {
 	j.Source.resolve(SectionSource)
 	j.Sink.resolve(SectionSink)
 	for i := range j.Pipeline.Transforms {
 		j.Pipeline.Transforms[i].resolve(SectionTransform)
 	}
 	spec.NormalizeAll(j)
-	if err := spec.Fill(j, "", set); err != nil {
+	// The keys a reference will fill, and the keys they copy, in the order
+	// Fill copies them (so a chain of references is followed).
+	type ref struct{ key, from string }
+	var refs []ref
+	for _, f := range spec.Fields(j, "") {
+		if from, ok := strings.CutPrefix(f.Default, "@"); ok && !src.isSet(f.Key) && f.Value.IsZero() {
+			if abs, ok := strings.CutPrefix(from, "/"); ok {
+				from = abs
+			} else {
+				from = spec.Join(parentKey(f.Key), from)
+			}
+			refs = append(refs, ref{f.Key, from})
+		}
+	}
+	if err := spec.Fill(j, "", src.isSet); err != nil {
 		panic(err) // a malformed default tag: a bug, found by the defaults tests
+	}
+	for _, r := range refs {
+		src.inherit(r.key, r.from)
 	}
 }
 

@@ -8,8 +8,10 @@ import (
 )
 
 // Error is one problem with a config: where (file, line, key) and what.
-// Line is 0 when the key is absent from the file and so are its parents; Key
-// is "" for a problem of the file itself (YAML syntax).
+// Line is that of the key, else of its closest parent in the file, else 1
+// (a required top-level key left out); it is 0 for a Job built in code and
+// for a few problems of the file as a whole (empty, too large). Key is ""
+// for a problem of the file itself (YAML syntax).
 type Error struct {
 	File string // as given to Load or Parse
 	Line int    // 1-based
@@ -76,10 +78,15 @@ func newCollector(src *origin) *collector {
 	return &collector{src: src, keys: map[string]bool{}, parents: map[string]bool{}}
 }
 
-// add records a problem with key at the key's line (or its closest present
-// parent's line).
+// add records a problem with key at the key's line, or its closest present
+// parent's line, or, for a file without either (a required key left out),
+// line 1: every problem with a file names a line.
 func (c *collector) add(key, format string, args ...any) {
-	c.addAt(c.src.line(key), key, format, args...)
+	line := c.src.line(key)
+	if line == 0 && c.src != nil {
+		line = 1
+	}
+	c.addAt(line, key, format, args...)
 }
 
 func (c *collector) addAt(line int, key, format string, args ...any) {

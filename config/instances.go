@@ -3,6 +3,7 @@ package config
 import (
 	"time"
 
+	"github.com/connector-dev/connector/config/secret"
 	"github.com/connector-dev/connector/internal/spec"
 )
 
@@ -95,6 +96,6 @@ func (j *Job) validateInstances(p *Problems) {
 		p.Add("source.type", "%q: instances.mode: group splits the kafka source's partitions into slots; other sources cannot be shared yet", t)
 	}
 	if j.Checkpoint.Storage != "" {
-		p.Add("checkpoint.storage", "%q: instances.mode: group fences a slot's owner by a lock in checkpoint.dir, which object storage has no equivalent of yet; share checkpoint.dir and state.dir between the processes instead (a shared filesystem)", j.Checkpoint.Storage)
+		p.Add("checkpoint.storage", "%q: instances.mode: group fences a slot's owner by a lock in checkpoint.dir, which object storage has no equivalent of yet; share checkpoint.dir and state.dir between the processes instead (a shared filesystem)", secret.RedactURL(j.Checkpoint.Storage))
 	}
 }

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -89,7 +90,8 @@ func (e *expander) text(b *strings.Builder, use bool, depth int) error {
 func (e *expander) ref(b *strings.Builder, use bool, depth int) error {
 	start := e.i
 	if depth > maxNesting {
-		return fmt.Errorf("${...} nested more than %d deep", maxNesting)
+		msg := fmt.Sprintf("${...} nested more than %d deep", maxNesting)
+		return &exprError{msg: msg, hidden: msg}
 	}
 	e.i += 2
 	for e.i < len(e.s) && e.s[e.i] != '}' && !strings.HasPrefix(e.s[e.i:], ":-") {
@@ -101,7 +103,10 @@ func (e *expander) ref(b *strings.Builder, use bool, depth int) error {
 	name := e.s[start+2 : e.i]
 	if !validVarName(name) {
 		ref, _, _ := strings.Cut(e.s[start+2:], "}")
-		return fmt.Errorf("${%s}: %q is not a variable name", ref, name)
+		return &exprError{
+			msg:    fmt.Sprintf("${%s}: %q is not a variable name", ref, name),
+			hidden: "the value has a ${...} that holds no variable name (write $${ for a literal ${)",
+		}
 	}
 	v, ok := "", false
 	if use {
@@ -124,14 +129,44 @@ func (e *expander) ref(b *strings.Builder, use bool, depth int) error {
 	}
 	e.i++ // the closing "}"
 	if use && !ok {
-		return fmt.Errorf("environment variable %s is not set (write ${%s:-default} to give a default)", name, name)
+		return &exprError{
+			msg:    fmt.Sprintf("environment variable %s is not set (write ${%s:-default} to give a default)", name, name),
+			hidden: "the value has a ${...} naming an environment variable that is not set (write $${ for a literal ${)",
+			unset:  true,
+		}
 	}
 	b.WriteString(v)
 	return nil
 }
 
 func unterminated(s string) error {
-	return fmt.Errorf("%q has no closing } for ${", s)
+	return &exprError{
+		msg:    fmt.Sprintf("%q has no closing } for ${", s),
+		hidden: "the value has a ${ without a closing } (write $${ for a literal ${)",
+	}
+}
+
+// exprError is a ${...} that cannot be expanded. Its Error quotes the
+// text around the reference; hidden says what is wrong without any of
+// it, for a Secret's value.
+type exprError struct {
+	msg    string
+	hidden string
+	unset  bool // a variable that is not set: its name is in msg
+}
+
+func (e *exprError) Error() string { return e.msg }
+
+// errorOf describes err, an error of expand of value, for the problem of
+// a key: for a Secret (secret true), without quoting value, but naming an
+// unset variable when value starts with the reference (password:
+// ${KAFKA_PASSWORD}), where the name is not part of a password.
+func errorOf(err error, value string, secret bool) string {
+	var e *exprError
+	if !secret || !errors.As(err, &e) || (e.unset && strings.HasPrefix(value, "${")) {
+		return err.Error()
+	}
+	return e.hidden + "; the value is secret, so not shown"
 }
 
 func validVarName(s string) bool {

@@ -2,7 +2,9 @@ package config
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"reflect"
 	"regexp"
@@ -41,17 +43,10 @@ func Parse(file string, data []byte, lookup LookupEnv) (*Job, error) {
 		return nil, errs.err()
 	}
 	src.lastLine = bytes.Count(data, []byte("\n")) + 1
-	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		line, msg := splitYAMLError(err)
-		errs.addAt(line, "", "%s", msg)
+	root, ok := parseYAML(data, errs)
+	if !ok {
 		return nil, errs.err()
 	}
-	if doc.Kind == 0 || len(doc.Content) == 0 {
-		errs.addAt(0, "", "the file is empty")
-		return nil, errs.err()
-	}
-	root := doc.Content[0]
 	if !measure(root, errs) {
 		return nil, errs.err()
 	}
@@ -62,7 +57,7 @@ func Parse(file string, data []byte, lookup LookupEnv) (*Job, error) {
 	job := &Job{src: src}
 	d := &decoder{src: src, errs: errs, lookup: lookup}
 	d.mapping(root, "", reflect.ValueOf(job).Elem(), "")
-	fillDefaults(job, src.isSet)
+	fillDefaults(job, src)
 	validate(job, errs)
 	if err := errs.err(); err != nil {
 		return nil, err
@@ -70,10 +65,48 @@ func Parse(file string, data []byte, lookup LookupEnv) (*Job, error) {
 	return job, nil
 }
 
+// parseYAML parses data, which must hold exactly one YAML document, and
+// returns its top node. A second document ("---" and keys after it) is
+// refused rather than dropped, as yaml.Unmarshal would: its keys would
+// be silently ignored; an empty one (a trailing "---") drops nothing and
+// is accepted. ok false: the problem is in errs.
+func parseYAML(data []byte, errs *collector) (root *yaml.Node, ok bool) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	err := dec.Decode(&doc)
+	if err == nil && len(doc.Content) == 0 {
+		err = io.EOF
+	}
+	switch {
+	case errors.Is(err, io.EOF):
+		errs.addAt(0, "", "the file is empty")
+		return nil, false
+	case err != nil:
+		line, msg := splitYAMLError(err)
+		errs.addAt(line, "", "%s", msg)
+		return nil, false
+	}
+	var next yaml.Node
+	switch err := dec.Decode(&next); {
+	case errors.Is(err, io.EOF):
+	case err != nil:
+		line, msg := splitYAMLError(err)
+		errs.addAt(line, "", "%s", msg)
+		return nil, false
+	case len(next.Content) > 0 && !isEmpty(next.Content[0]):
+		errs.addAt(next.Line, "", "a second YAML document starts here (---); a job file holds one: move its keys into the first, or remove the ---")
+		return nil, false
+	}
+	return doc.Content[0], true
+}
+
+// isEmpty reports whether n is nothing at all: no value, no tag, not quoted.
+func isEmpty(n *yaml.Node) bool { return isNull(n) && n.Value == "" && n.Style == 0 }
+
 // FillDefaults fills every zero field of a Job built in code with its
 // default, as Load does for keys absent from the file.
 func (j *Job) FillDefaults() {
-	fillDefaults(j, func(string) bool { return false })
+	fillDefaults(j, nil)
 }
 
 // Validate checks a Job and returns Errors, or nil. Load has already called

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+
+	"github.com/connector-dev/connector/config/secret"
 )
 
 // maxNameLen keeps names that go into file names (sink output, state
@@ -56,10 +58,10 @@ func TopicProblem(name string) string {
 func addrProblem(addr string, minPort int) string {
 	_, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		return fmt.Sprintf("%q is not host:port", addr)
+		return fmt.Sprintf("%q is not host:port", secret.RedactURL(addr))
 	}
 	if n, err := strconv.Atoi(port); err != nil || n < minPort || n > 65535 || !allDigits(port) {
-		return fmt.Sprintf("port %q of %q is not a number from %d to 65535", port, addr, minPort)
+		return fmt.Sprintf("port %q of %q is not a number from %d to 65535", secret.RedactURL(port), secret.RedactURL(addr), minPort)
 	}
 	return ""
 }

@@ -70,6 +70,20 @@ func (o *origin) seen(key string) bool {
 // isSet reports whether key has a non-empty value in the file.
 func (o *origin) isSet(key string) bool { return o != nil && o.set[key] }
 
+// inherit gives key, filled with the value of key from, from's text as
+// the file wrote it, if interpolation changed it.
+func (o *origin) inherit(key, from string) {
+	if o == nil {
+		return
+	}
+	if s, ok := o.written[from]; ok {
+		o.written[key] = s
+	}
+	if l, ok := o.writtenList[from]; ok {
+		o.writtenList[key] = l
+	}
+}
+
 // parentKey strips the last ".name" or "[i]" from a key path.
 func parentKey(k string) string {
 	i := strings.LastIndexAny(k, ".[")

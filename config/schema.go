@@ -53,7 +53,7 @@ var (
 	// Scalars are read as text, then parsed as the field's type.
 	durPattern  = `^(0|([0-9]*\.?[0-9]+(ns|us|µs|ms|s|m|h))+)$`
 	sizePattern = `^ *[0-9]*\.?[0-9]+ *([kKmMgGtT][iI]?[bB]|[bB])? *$`
-	intPattern  = `^[-+]?(0[xXoObB])?[0-9a-fA-F_]+$`
+	intPattern  = `^[-+]?(0|[1-9][0-9]*)$`
 	boolWords   = []any{"1", "t", "T", "TRUE", "true", "True", "0", "f", "F", "FALSE", "false", "False"}
 )
 
@@ -183,7 +183,7 @@ func literal(t reflect.Type, d string) any {
 			return b
 		}
 	case t.Kind() >= reflect.Int && t.Kind() <= reflect.Uint64:
-		if n, err := strconv.ParseInt(d, 0, 64); err == nil {
+		if n, err := strconv.ParseInt(d, 10, 64); err == nil {
 			return n
 		}
 	case t.Kind() == reflect.Float64:

@@ -101,8 +101,8 @@ func (s *SASL) validate(p *Problems, tls bool) {
 	}
 	switch s.Mechanism {
 	case SASLNone:
-		if s.Username != "" || s.Password.Value() != "" || s.TokenFile != "" || s.TokenCommand != "" {
-			p.Add("sasl.mechanism", "is required when a username, password or token is set")
+		if s.Username != "" || s.Password.Value() != "" || s.TokenFile != "" || s.TokenCommand != "" || s.AccessKeyID != "" || !s.SecretAccessKey.IsZero() {
+			p.Add("sasl.mechanism", "is required when a username, password, token or AWS key is set (without it there is no SASL, and they are not used)")
 		}
 	case SASLPlain:
 		userPass()

@@ -57,9 +57,16 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	// Load once to find the topics, then start the broker and load again
-	// with ${KAFKA_BROKERS} pointing at it.
-	probe, ok := loadJob(*path, stderr)
-	if !ok {
+	// with ${KAFKA_BROKERS} pointing at it. The first load takes a stand-in
+	// address for ${KAFKA_BROKERS}, which the environment need not set.
+	data, err := os.ReadFile(*path)
+	if err != nil {
+		fmt.Fprintf(stderr, "config: %v\n", err)
+		return exitUsage
+	}
+	probe, err := config.Parse(*path, data, devLookup(probeBrokers))
+	if err != nil {
+		fmt.Fprintln(stderr, err)
 		return exitUsage
 	}
 	log, ok := logs.logger(probe, stderr)
@@ -82,12 +89,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	defer cluster.Close()
 	brokers := strings.Join(cluster.ListenAddrs(), ",")
-	job, err := config.Parse(*path, mustRead(*path), func(name string) (string, bool) {
-		if name == "KAFKA_BROKERS" {
-			return brokers, true
-		}
-		return os.LookupEnv(name)
-	})
+	job, err := config.Parse(*path, data, devLookup(brokers))
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return exitUsage
@@ -155,9 +157,20 @@ func outputDir(job *config.Job) string {
 	return ""
 }
 
-func mustRead(path string) []byte {
-	b, _ := os.ReadFile(path) // loadJob already read it successfully
-	return b
+// probeBrokers stands for ${KAFKA_BROKERS} while dev reads the config to
+// find its topics, before the embedded broker has an address.
+const probeBrokers = "127.0.0.1:9092"
+
+// devLookup resolves ${KAFKA_BROKERS} to brokers (the embedded broker's
+// addresses), whatever the environment says, and the other variables
+// from the environment.
+func devLookup(brokers string) config.LookupEnv {
+	return func(name string) (string, bool) {
+		if name == "KAFKA_BROKERS" {
+			return brokers, true
+		}
+		return os.LookupEnv(name)
+	}
 }
 
 var (

@@ -7,6 +7,7 @@ package secret
 
 import (
 	"encoding/json"
+	"strings"
 
 	"github.com/rs/zerolog"
 )
@@ -58,4 +59,20 @@ var (
 func (s *Secret) UnmarshalText(text []byte) error {
 	s.v = string(text)
 	return nil
+}
+
+// RedactURL returns s, a URL, with everything between its scheme and its
+// last '@' replaced by Redacted, for error messages: the user information
+// ("user:password@"), even when the password holds a '/' and the URL does
+// not parse (which may hide a path with an '@' too: the safe side).
+func RedactURL(s string) string {
+	_, rest, ok := strings.Cut(s, "://")
+	if !ok {
+		rest = s
+	}
+	at := strings.LastIndex(rest, "@")
+	if at < 0 {
+		return s
+	}
+	return s[:len(s)-len(rest)] + Redacted + rest[at:]
 }

@@ -43,11 +43,15 @@ func (c *Config) Validate(p *spec.Problems) {
 	}
 }
 
-// ParseEndpoint splits an endpoint URL into host[:port] and TLS.
+// ParseEndpoint splits an endpoint URL into host[:port] and TLS. Its
+// errors show the URL with any credentials in it replaced (secret.RedactURL).
 func ParseEndpoint(endpoint string) (host string, secure bool, err error) {
 	u, err := url.Parse(endpoint)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.User != nil {
-		return "", false, fmt.Errorf("%q: want http://host[:port] or https://host[:port]", endpoint)
+	switch {
+	case err == nil && u.User != nil:
+		return "", false, fmt.Errorf("%q: credentials do not go in the URL: want http://host[:port] or https://host[:port], and access_key_id and secret_access_key beside it", secret.RedactURL(endpoint))
+	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "":
+		return "", false, fmt.Errorf("%q: want http://host[:port] or https://host[:port]", secret.RedactURL(endpoint))
 	}
 	return u.Host, u.Scheme == "https", nil
 }

@@ -20,7 +20,8 @@
 // another key of the same document, by its full dotted path ("@name",
 // "@checkpoint.interval"), taken after every literal default was filled.
 // Field types are strings (and string kinds), ints, bools, time.Duration,
-// and any type implementing encoding.TextUnmarshaler.
+// and any type implementing encoding.TextUnmarshaler. Integers are decimal,
+// without a leading zero (ErrLeadingZero).
 //
 // Struct fields are walked recursively: a nested struct is a nested key; a
 // field tagged `yaml:",inline"` shares its parent's key; an interface or

@@ -2,6 +2,7 @@ package spec
 
 import (
 	"encoding"
+	"errors"
 	"fmt"
 	"reflect"
 	"strconv"
@@ -99,7 +100,8 @@ func leaf(t reflect.Type) bool {
 // in its document (e.g. "sink" for a sink's config, "" for a whole job).
 // Literal defaults go first, then '@' references (see the package
 // documentation): "@key" names a sibling key of the same struct, "@/key" a
-// key from v's root. It returns an error only for a malformed tag: a bug.
+// key from v's root. Then it calls MarkFilled on every struct of the tree
+// that is a Filler. It returns an error only for a malformed tag: a bug.
 func Fill(v any, prefix string, set func(key string) bool) error {
 	if set == nil {
 		set = func(string) bool { return false }
@@ -130,7 +132,22 @@ func Fill(v any, prefix string, set func(key string) bool) error {
 		}
 		f.Value.Set(src)
 	}
+	eachStruct(reflect.ValueOf(v), prefix, func(_ string, s reflect.Value) {
+		if f, ok := s.Addr().Interface().(Filler); ok {
+			f.MarkFilled()
+		}
+	})
 	return nil
+}
+
+// Filler is implemented by a config struct that remembers that Fill has
+// run on it. A component whose constructor fills its Config (zero meaning
+// unset, for a Config built in code) skips a Config already filled, which
+// the config layer filled from a file, where a key written as 0 stays 0
+// ("roll_age: 0": never by age), and filling again would make it the
+// default.
+type Filler interface {
+	MarkFilled()
 }
 
 // lookup finds the value of a dotted key below v.
@@ -173,13 +190,16 @@ func SetScalar(v reflect.Value, s string) error {
 	case t.Kind() == reflect.String:
 		v.SetString(s)
 	case v.CanInt():
-		n, err := strconv.ParseInt(s, 0, t.Bits())
+		n, err := parseInt(s, t.Bits())
 		if err != nil {
 			return err
 		}
 		v.SetInt(n)
 	case v.CanUint():
-		n, err := strconv.ParseUint(s, 0, t.Bits())
+		if err := CheckLeadingZero(s); err != nil {
+			return err
+		}
+		n, err := strconv.ParseUint(s, 10, t.Bits())
 		if err != nil {
 			return err
 		}
@@ -198,6 +218,31 @@ func SetScalar(v reflect.Value, s string) error {
 		v.SetBool(b)
 	default:
 		return fmt.Errorf("no scalar conversion for %v", t)
+	}
+	return nil
+}
+
+// ErrLeadingZero classes the error of SetScalar for an integer written
+// with a leading zero ("010"): octal to some YAML readers (and to Go's
+// base prefixes), decimal to YAML 1.2, so refused rather than read as
+// either.
+var ErrLeadingZero = errors.New("a leading 0 is ambiguous (octal to some YAML readers, decimal to others): write the number without it")
+
+// parseInt reads a decimal integer (an optional sign, then digits); no
+// base prefix (0x, 0o, 0b), no '_', no leading zero.
+func parseInt(s string, bits int) (int64, error) {
+	if err := CheckLeadingZero(s); err != nil {
+		return 0, err
+	}
+	return strconv.ParseInt(s, 10, bits)
+}
+
+// CheckLeadingZero refuses an integer with digits after a leading zero
+// (ErrLeadingZero).
+func CheckLeadingZero(s string) error {
+	digits := strings.TrimLeft(s, "+-")
+	if len(digits) > 1 && digits[0] == '0' && digits[1] >= '0' && digits[1] <= '9' {
+		return fmt.Errorf("%q: %w", s, ErrLeadingZero)
 	}
 	return nil
 }

@@ -1,6 +1,8 @@
 package spec
 
 import (
+	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -140,3 +142,50 @@ func TestChecksSayTheKeyAndTheValue(t *testing.T) {
 		t.Errorf("%d problems, want %d", len(p.List()), len(want))
 	}
 }
+
+// TestSetScalarReadsDecimalIntegers: integers are decimal; a leading zero
+// ("010": octal to strconv's base 0, decimal to YAML 1.2) is refused as
+// ErrLeadingZero, and base prefixes are not numbers.
+func TestSetScalarReadsDecimalIntegers(t *testing.T) {
+	var n int
+	var u uint16
+	for s, want := range map[string]int{"10": 10, "-7": -7, "+3": 3, "0": 0} {
+		if err := SetScalar(reflect.ValueOf(&n).Elem(), s); err != nil || n != want {
+			t.Errorf("%q: %d, %v; want %d", s, n, err, want)
+		}
+	}
+	for _, s := range []string{"010", "-010", "00"} {
+		if err := SetScalar(reflect.ValueOf(&n).Elem(), s); !errors.Is(err, ErrLeadingZero) {
+			t.Errorf("%q: %v, want ErrLeadingZero", s, err)
+		}
+	}
+	if err := SetScalar(reflect.ValueOf(&u).Elem(), "010"); !errors.Is(err, ErrLeadingZero) {
+		t.Errorf("uint 010: %v, want ErrLeadingZero", err)
+	}
+	for _, s := range []string{"0x10", "0o10", "1_000"} {
+		if err := SetScalar(reflect.ValueOf(&n).Elem(), s); err == nil {
+			t.Errorf("%q read as %d", s, n)
+		}
+	}
+}
+
+// TestFillMarksItsFillers: Fill calls MarkFilled on every Filler of the
+// tree, so a component can tell a Config the config layer filled.
+func TestFillMarksItsFillers(t *testing.T) {
+	d := &filled{}
+	if err := Fill(&struct {
+		F *filled `yaml:"f"`
+	}{F: d}, "", nil); err != nil {
+		t.Fatal(err)
+	}
+	if !d.marked || d.N != 3 {
+		t.Errorf("after Fill: %+v", *d)
+	}
+}
+
+type filled struct {
+	N      int `yaml:"n" default:"3"`
+	marked bool
+}
+
+func (f *filled) MarkFilled() { f.marked = true }

@@ -72,7 +72,7 @@ type Config struct {
 	RollSize config.ByteSize `yaml:"roll_size" default:"128MiB" doc:"start a new part file at this size..."`
 	// RollAge closes a part once it is this old, at the next Write or
 	// pre-commit; zero disables rolling by age.
-	RollAge time.Duration `yaml:"roll_age" default:"1m" doc:"...or this age (checked at every write and checkpoint), whichever comes first"`
+	RollAge time.Duration `yaml:"roll_age" default:"1m" doc:"...or this age (checked at every write and checkpoint), whichever comes first (0: never by age)"`
 	// RollOnCheckpoint rolls the open parts at every pre-commit, so that
 	// every completed checkpoint makes everything written before it
 	// visible, at the price of a file per checkpoint per worker (and
@@ -96,7 +96,14 @@ type Config struct {
 	Job string `yaml:"-"`
 	// Now is the clock for RollAge (default time.Now).
 	Now func() time.Time `yaml:"-"`
+
+	// filled: spec.Fill has run on this Config (the config layer's, with
+	// the file's explicit zeros); New does not fill it again.
+	filled bool
 }
+
+// MarkFilled records that the defaults are filled (spec.Filler).
+func (c *Config) MarkFilled() { c.filled = true }
 
 // Validate reports every unusable value under its key.
 func (c *Config) Validate(p *spec.Problems) {
@@ -129,10 +136,13 @@ const maxOpenFiles = 4096
 const maxDirs = 4096
 
 // fill completes a Config built in code (the config layer has already filled
-// and checked one from a file) and checks it, with the job name.
+// and checked one from a file: filled, so its explicit zeros stay) and
+// checks it, with the job name.
 func (c *Config) fill() error {
-	if err := spec.Fill(c, "", nil); err != nil {
-		return err
+	if !c.filled {
+		if err := spec.Fill(c, "", nil); err != nil {
+			return err
+		}
 	}
 	if c.Now == nil {
 		c.Now = time.Now

@@ -101,7 +101,7 @@ func (c *Config) Validate(p *spec.Problems) {
 	if len(c.Brokers) > 0 {
 		k := config.Kafka{Brokers: c.Brokers, SASL: c.SASL, TLS: c.TLS}
 		k.Validate(p)
-	} else if c.SASL != (config.SASL{}) || c.TLS.Enabled {
+	} else if c.SASL != (config.SASL{}) || c.TLS != (config.TLS{}) {
 		p.Add("brokers", "is required with sink.sasl or sink.tls (without it the sink writes to the kafka: cluster, with its settings)")
 	}
 	spec.Positive(p, "transaction_timeout", c.TransactionTimeout)

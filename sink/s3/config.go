@@ -87,7 +87,13 @@ type Config struct {
 	minPartSize config.ByteSize
 	// client replaces the S3 client (tests).
 	client client
+	// filled: spec.Fill has run on this Config (the config layer's, with
+	// the file's explicit zeros); New does not fill it again.
+	filled bool
 }
+
+// MarkFilled records that the defaults are filled (spec.Filler).
+func (c *Config) MarkFilled() { c.filled = true }
 
 // S3's limits on multipart uploads.
 const (
@@ -142,10 +148,13 @@ func (c *Config) Validate(p *spec.Problems) {
 }
 
 // fill completes a Config built in code (the config layer has already
-// filled and checked one from a file) and checks it, with the job name.
+// filled and checked one from a file: filled, so its explicit zeros stay)
+// and checks it, with the job name.
 func (c *Config) fill() error {
-	if err := spec.Fill(c, "", nil); err != nil {
-		return err
+	if !c.filled {
+		if err := spec.Fill(c, "", nil); err != nil {
+			return err
+		}
 	}
 	if c.Now == nil {
 		c.Now = time.Now

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/connector-dev/connector/checkpoint"
+	"github.com/connector-dev/connector/config"
 	"github.com/connector-dev/connector/internal/spec"
 	"github.com/connector-dev/connector/record"
 	"github.com/connector-dev/connector/sink"
@@ -41,6 +42,16 @@ const (
 // Validate checks the format.
 func (c *Config) Validate(p *spec.Problems) {
 	spec.OneOf(p, "format", "format", c.Format, FormatJSONL, FormatRaw)
+}
+
+// ValidateJob refuses checkpoint.mode: exactly_once written in the file:
+// printed output cannot be taken back, so the job could not keep that
+// promise. (The default mode, not written, is left as it is: barriers
+// still align, the output is at-least-once, as the kind says.)
+func (c *Config) ValidateJob(j *config.Job, p *spec.Problems) {
+	if j.Given("checkpoint.mode") && j.Checkpoint.Mode == checkpoint.ExactlyOnce {
+		p.Add("checkpoint.mode", "exactly_once cannot hold with sink.type stdout, which is at-least-once (a restart prints again): write at_least_once, or use an exactly-once sink (file, s3, kafka, postgres)")
+	}
 }
 
 // Stdout is a sink for trying things out: it writes each record value
