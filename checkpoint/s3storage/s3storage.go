@@ -46,6 +46,8 @@ func Open(ctx context.Context, conn s3conn.Config, bucket, prefix, job string) (
 		return nil, fmt.Errorf("%w: checkpoint.s3.access_key_id: %s refused access to bucket %q (%s): check the credentials and their permissions", ErrInvalidConfig, conn.Endpoint, bucket, s3conn.Code(err))
 	case err != nil && s3conn.Code(err) == s3conn.CodeNoSuchBucket:
 		ok = false
+	case err != nil && s3conn.TLSMisconfigured(err):
+		return nil, fmt.Errorf("%w: checkpoint.s3.endpoint: %s: the TLS setting does not fit the server (https:// to a plain-HTTP server, or a certificate not trusted): %w", ErrInvalidConfig, conn.Endpoint, err)
 	case err != nil:
 		return nil, s.classify(fmt.Errorf("checkpoint storage %s: %w", s, err))
 	}
@@ -70,30 +72,41 @@ func (s *Storage) Get(ctx context.Context, key string) (io.ReadCloser, error) {
 	if s3conn.NotFound(err) {
 		return nil, fmt.Errorf("%s%s: %w", s, key, store.ErrNotFound)
 	}
-	return rc, s.classify(err)
+	if err != nil {
+		return nil, s.classify(err)
+	}
+	return classifyingReader{rc, s}, nil
+}
+
+// classifyingReader classes the errors of reading a body as the call's:
+// a connection cut mid-body is ErrUnreachable (retried), not a failure.
+type classifyingReader struct {
+	io.ReadCloser
+	s *Storage
+}
+
+func (r classifyingReader) Read(p []byte) (int, error) {
+	n, err := r.ReadCloser.Read(p)
+	if err != nil && err != io.EOF {
+		err = r.s.classify(err)
+	}
+	return n, err
 }
 
 // List returns every key under prefix (relative to the job's place) with
 // its size.
 func (s *Storage) List(ctx context.Context, prefix string) (map[string]int64, error) {
 	out := map[string]int64{}
-	token := ""
-	for {
-		if err := ctx.Err(); err != nil {
-			return nil, err
+	for o := range s.core.ListObjectsIter(ctx, s.bucket, minio.ListObjectsOptions{Prefix: s.root + prefix, Recursive: true}) {
+		if o.Err != nil {
+			return nil, s.classify(o.Err)
 		}
-		res, err := s.core.ListObjectsV2(s.bucket, s.root+prefix, "", token, "", 1000)
-		if err != nil {
-			return nil, s.classify(err)
-		}
-		for _, o := range res.Contents {
-			out[strings.TrimPrefix(o.Key, s.root)] = o.Size
-		}
-		if !res.IsTruncated {
-			return out, nil
-		}
-		token = res.NextContinuationToken
+		out[strings.TrimPrefix(o.Key, s.root)] = o.Size
 	}
+	if err := ctx.Err(); err != nil { // a listing cancelled between pages just ends
+		return nil, err
+	}
+	return out, nil
 }
 
 // Delete removes key; a missing key is no error.

@@ -2,12 +2,15 @@ package s3conn
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
@@ -86,18 +89,53 @@ func Denied(err error) bool {
 }
 
 // Transient reports whether err may go away by itself: the server did not
-// answer (a network error, a timeout), or answered 5xx, 429 or 408
-// (minio-go has retried those already). A cancelled context never is.
+// answer (a network error, a timeout), or answered with a status or an S3
+// error code that minio-go retries (500, 502, 503, 504, 408, 429, 499,
+// 520; RequestTimeout, Throttling, SlowDown, InternalError, ... whatever
+// the status: an InternalError may come in a 200 answer to a complete).
+// Not: 501 and the other statuses (a server lacking a feature the request
+// uses stays so), an expired token, a TLS setting that does not fit the
+// server (https:// to a plain-HTTP server, a certificate not trusted),
+// a cancelled context.
 func Transient(err error) bool {
-	if errors.Is(err, context.Canceled) {
+	if errors.Is(err, context.Canceled) || TLSMisconfigured(err) {
 		return false
 	}
 	var r minio.ErrorResponse
 	if errors.As(err, &r) {
-		s := r.StatusCode
-		return s >= 500 || s == http.StatusTooManyRequests || s == http.StatusRequestTimeout
+		if transientCodes[r.Code] {
+			return true
+		}
+		switch r.StatusCode {
+		case http.StatusInternalServerError, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout,
+			http.StatusRequestTimeout, http.StatusTooManyRequests, 499, 520:
+			return true
+		}
+		return false
 	}
 	var ne net.Error
 	var ue *url.Error
 	return errors.As(err, &ne) || errors.As(err, &ue) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// transientCodes are the S3 error codes minio-go retries, but for an
+// expired token (which a static key does not renew).
+var transientCodes = map[string]bool{
+	"RequestError": true, "RequestTimeout": true, "Throttling": true, "ThrottlingException": true,
+	"RequestLimitExceeded": true, "RequestThrottled": true, "InternalError": true,
+	"SlowDown": true, "SlowDownWrite": true, "SlowDownRead": true,
+}
+
+// TLSMisconfigured reports whether err says the endpoint's TLS setting
+// does not fit the server: https:// to a plain-HTTP server, a certificate
+// the client does not trust or that does not name the host. A config
+// error, never transient.
+func TLSMisconfigured(err error) bool {
+	var unknown x509.UnknownAuthorityError
+	var hostname x509.HostnameError
+	var invalid x509.CertificateInvalidError
+	var verify *tls.CertificateVerificationError
+	var header tls.RecordHeaderError
+	return errors.As(err, &unknown) || errors.As(err, &hostname) || errors.As(err, &invalid) || errors.As(err, &verify) ||
+		errors.As(err, &header) || strings.Contains(err.Error(), "server gave HTTP response to HTTPS client")
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"net/http"
 
 	"github.com/minio/minio-go/v7"
@@ -30,7 +31,10 @@ type client interface {
 	GetObject(ctx context.Context, bucket, key string, opts minio.GetObjectOptions) (io.ReadCloser, minio.ObjectInfo, http.Header, error)
 	StatObject(ctx context.Context, bucket, key string, opts minio.StatObjectOptions) (minio.ObjectInfo, error)
 	RemoveObject(ctx context.Context, bucket, key string, opts minio.RemoveObjectOptions) error
-	ListObjectsV2(bucket, prefix, startAfter, continuationToken, delimiter string, maxKeys int) (minio.ListBucketV2Result, error)
+	// ListObjectsIter lists in key order, a page at a time, under ctx
+	// (minio.Core's ListObjectsV2 takes none: a hung listing held up a
+	// commit's bound and a stop).
+	ListObjectsIter(ctx context.Context, bucket string, opts minio.ListObjectsOptions) iter.Seq[minio.ObjectInfo]
 }
 
 var _ client = (*minio.Core)(nil)

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"iter"
 	"maps"
 	"net/http"
 	"slices"
@@ -311,6 +312,29 @@ func (f *fakeS3) ListObjectsV2(bucket, prefix, startAfter, token, _ string, maxK
 		res.NextContinuationToken = k
 	}
 	return res, nil
+}
+
+// ListObjectsIter lists through ListObjectsV2's pages, as minio-go does.
+func (f *fakeS3) ListObjectsIter(ctx context.Context, bucket string, opts minio.ListObjectsOptions) iter.Seq[minio.ObjectInfo] {
+	return func(yield func(minio.ObjectInfo) bool) {
+		token := ""
+		for ctx.Err() == nil {
+			res, err := f.ListObjectsV2(bucket, opts.Prefix, opts.StartAfter, token, "", 1000)
+			if err != nil {
+				yield(minio.ObjectInfo{Err: err})
+				return
+			}
+			for _, o := range res.Contents {
+				if !yield(o) {
+					return
+				}
+			}
+			if !res.IsTruncated {
+				return
+			}
+			token = res.NextContinuationToken
+		}
+	}
 }
 
 // keys returns the keys of objects under prefix, sorted.

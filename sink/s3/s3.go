@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/connector-dev/connector/checkpoint"
+	"github.com/connector-dev/connector/internal/s3conn"
 	"github.com/connector-dev/connector/sink"
 	"github.com/connector-dev/connector/sink/internal/pathtmpl"
 )
@@ -117,6 +118,8 @@ func New(cfg Config, log zerolog.Logger) (*Sink, error) {
 		return nil, fmt.Errorf("%w: sink.access_key_id: %s refused access to bucket %q (%s): check the credentials and their permissions", sink.ErrInvalidConfig, endpoint, cfg.Bucket, errCode(err))
 	case err != nil && errCode(err) == codeNoSuchBucket:
 		return nil, fmt.Errorf("%w: sink.bucket: bucket %q does not exist at %s: create it first", sink.ErrInvalidConfig, cfg.Bucket, endpoint)
+	case err != nil && s3conn.TLSMisconfigured(err):
+		return nil, fmt.Errorf("%w: sink.endpoint: %s: the TLS setting does not fit the server (https:// to a plain-HTTP server, or a certificate not trusted): %w", sink.ErrInvalidConfig, endpoint, err)
 	case err != nil && transient(err):
 		s.log.Warn().Err(err).Msg("S3 does not answer; Recover waits for it")
 	case err != nil:
@@ -218,25 +221,15 @@ var errStopListing = errors.New("stop listing")
 // listObjects calls fn for every key under prefix after startAfter, in
 // order, until fn returns an error.
 func (s *Sink) listObjects(ctx context.Context, prefix, startAfter string, fn func(minio.ObjectInfo) error) error {
-	token := ""
-	for {
-		if err := ctx.Err(); err != nil {
+	for o := range s.c.ListObjectsIter(ctx, s.bucket, minio.ListObjectsOptions{Prefix: prefix, StartAfter: startAfter, Recursive: true}) {
+		if o.Err != nil {
+			return o.Err
+		}
+		if err := fn(o); err != nil {
 			return err
 		}
-		res, err := s.c.ListObjectsV2(s.bucket, prefix, startAfter, token, "", 1000)
-		if err != nil {
-			return err
-		}
-		for _, o := range res.Contents {
-			if err := fn(o); err != nil {
-				return err
-			}
-		}
-		if !res.IsTruncated || res.NextContinuationToken == "" {
-			return nil
-		}
-		token = res.NextContinuationToken
 	}
+	return ctx.Err() // a listing cancelled between pages just ends
 }
 
 // newToken returns a random token for an object's metadata: it tells the

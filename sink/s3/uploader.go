@@ -177,6 +177,13 @@ func (u *uploader) uploadPart(j *partJob) error {
 	if err != nil {
 		return fmt.Errorf("upload part %d of %s: %w", j.n, up.key, err)
 	}
+	if p.ETag == "" {
+		// The complete names each part by its ETag: a part without one
+		// (a proxy that strips the header) could never be completed, and
+		// its checkpoint, once completed, never committed. Failed here,
+		// it declines the checkpoint and is tried again.
+		return fmt.Errorf("upload part %d of %s: the answer has no ETag header (a proxy between the connector and S3 removes it?)", j.n, up.key)
+	}
 	up.addPart(partRec{N: j.n, ETag: p.ETag, Size: size})
 	u.held.Add(-size)
 	j.data = nil
