@@ -44,7 +44,7 @@ func LockMode(dir string, group bool) (io.Closer, error) {
 		if gerr == nil && !group && held.Type == syscall.F_WRLCK {
 			return io.NopCloser(nil), nil // another single-mode process
 		}
-		other := "a member of the job's group (instances.mode: group)"
+		other := "a member of the job's group (instances.mode: group), or a command reading the job's checkpoints (checkpoints, txns)"
 		if group {
 			other = "a single-mode process of the job (instances.mode: single)"
 		}

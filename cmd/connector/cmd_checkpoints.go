@@ -167,7 +167,7 @@ func openStore(path string, slot int, sub string, stderr io.Writer) (st *lockedS
 // locked, fail for good, and leave its group.
 type lockedStore struct {
 	*store.Store
-	slot io.Closer // nil in single mode
+	slot io.Closer // the slot's lock (group mode), the mode lock shared (single mode)
 }
 
 // Close closes the store, then releases the slot.
@@ -196,7 +196,23 @@ func openStoreFor(path string, slot int, cmd, hint string, stderr io.Writer) (st
 		return nil, exitOK, true
 	}
 	st = &lockedStore{}
-	if whole.Instances.Group() {
+	if !whole.Instances.Group() {
+		// A single-mode process holds its store's lock only while an
+		// attempt runs; between attempts (a restart's backoff) the store
+		// was free, and a command holding it then made the next attempt
+		// fail for good. The process's mode lock is held for its life:
+		// taken shared here, it is refused while the process lives.
+		l, err := store.LockMode(dir, true)
+		if err != nil {
+			if lockedByOther(err) {
+				fmt.Fprintf(stderr, "%s: the job is running (its process holds %s): "+hint+"\n(%v)\n", cmd, dir, job.HTTP.Addr, err)
+			} else {
+				fmt.Fprintf(stderr, "%s: %v\n", cmd, err)
+			}
+			return nil, exitFailure, false
+		}
+		st.slot = l
+	} else {
 		l, err := store.Lock(vfs.Default, group.LockPath(whole, slot))
 		if err != nil {
 			if lockedByOther(err) {

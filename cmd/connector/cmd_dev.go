@@ -203,7 +203,7 @@ func produceOrders(ctx context.Context, cl *kgo.Client, topic string, rate int, 
 	}
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
-	perTick := max(1, rate/100)
+	start := time.Now()
 	// Records go out on a context the stop does not cancel: a record
 	// handed to the client is delivered or fails, never dropped unsaid.
 	sendCtx := context.WithoutCancel(ctx)
@@ -216,7 +216,9 @@ func produceOrders(ctx context.Context, cl *kgo.Client, topic string, rate int, 
 			return flushOrders(cl, &acked, &failed)
 		case <-tick.C:
 		}
-		n := int64(perTick)
+		// As many as the rate allows since the start: any rate, not
+		// just multiples of the ticks' 100 a second.
+		n := int64(time.Since(start).Seconds()*float64(rate)) - sent
 		if rate == 0 {
 			n = 5000
 		}

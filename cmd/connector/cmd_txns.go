@@ -90,6 +90,13 @@ func runTxns(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return code
 	}
+	if st == nil && sub != "list" {
+		// Without the checkpoints nothing tells a transaction a completed
+		// checkpoint needs from a stray one (a relative checkpoint.dir
+		// read from another directory, a volume not mounted).
+		fmt.Fprintf(stderr, "connector txns %s: checkpoint.dir %s does not exist here: which transactions the job's checkpoints need cannot be told; run the command where the job's checkpoint.dir is\n", sub, job.Checkpoint.Dir)
+		return exitFailure
+	}
 	var restored []sink.Committable
 	checkpointID := "none"
 	if st != nil {

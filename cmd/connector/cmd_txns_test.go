@@ -62,3 +62,25 @@ restart: {max_failures: 3, initial_backoff: 10ms}
 		t.Errorf("the job restarted over a config problem:\n%s", errOut)
 	}
 }
+
+// txns abort and commit refuse to run without the job's checkpoint.dir
+// (a relative dir read from another directory, a volume not mounted):
+// nothing would tell a transaction a completed checkpoint needs from a
+// stray one. They went on, and abort took any of the job's open ones.
+func TestTxnsAbortAndCommitRefuseWithoutTheCheckpointDir(t *testing.T) {
+	b := kafkatest.Fake(t)
+	out := kafkatest.Topic(t, b, 1)
+	missing := filepath.Join(t.TempDir(), "not-here")
+	job := writeFile(t, "kafka.yaml", fmt.Sprintf(`name: orders
+kafka: {brokers: [%q]}
+source: {topics: [orders]}
+checkpoint: {dir: %q}
+sink: {type: kafka, topic: %q}
+`, b.Addrs[0], missing, out))
+	for _, sub := range []string{"abort", "commit"} {
+		code, _, errOut := call(t, "txns", sub, "--config", job, "orders-w0-t0")
+		if code != exitFailure || !strings.Contains(errOut, "checkpoint.dir "+missing+" does not exist here") {
+			t.Errorf("txns %s without the checkpoint dir: exit %d, stderr %q; want 1 and the dir named", sub, code, errOut)
+		}
+	}
+}
