@@ -37,6 +37,10 @@ type Metadata struct {
 	ID        ID                  `json:"id"`
 	Timestamp time.Time           `json:"timestamp"`
 	Tasks     map[TaskID]Snapshot `json:"tasks"`
+	// Job is the name of the job that took it (the runtime sets it when
+	// it persists the checkpoint; empty in checkpoints of versions
+	// before it): a job restores only its own.
+	Job string `json:"job,omitempty"`
 }
 
 // namePrefix starts every name of a checkpoint's files.

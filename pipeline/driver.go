@@ -20,6 +20,7 @@ import (
 // numbered duties in package checkpoint's doc.go. Only the driver's
 // goroutine touches the Coordinator, the store's Save, and the sink's Commit.
 type driver struct {
+	job       string // its name, in every checkpoint it persists
 	coord     *checkpoint.Coordinator
 	store     *store.Store
 	readers   []source.Reader
@@ -196,6 +197,7 @@ func (d *driver) perform(ctx context.Context, a checkpoint.Action) checkpoint.Ev
 }
 
 func (d *driver) persist(md checkpoint.Metadata) checkpoint.Event {
+	md.Job = d.job
 	acked := time.Now()
 	if err := d.store.Persist(md); err != nil {
 		d.log.Warn().Err(err).Uint64("checkpoint", uint64(md.ID)).Msg("checkpoint metadata not persisted; the job goes on")

@@ -71,7 +71,7 @@ func (a *attempt) build(r *restoredJob) (*graph, error) {
 		g.workers = append(g.workers, wk)
 	}
 	g.driver = &driver{
-		coord: coord, store: r.store, readers: g.readers, stopAt: &g.stopAt, sink: r.sink, writers: writers, workers: g.workers,
+		job: j.cfg.Name, coord: coord, store: r.store, readers: g.readers, stopAt: &g.stopAt, sink: r.sink, writers: writers, workers: g.workers,
 		offsets: newOffsetCommitter(r.source, j.metrics, log),
 		events:  g.events, metrics: j.metrics, health: &j.health, history: &j.history, log: log,
 		persisted:     map[checkpoint.ID]persisted{},

@@ -150,6 +150,12 @@ func (a *attempt) loadCheckpoint(ctx context.Context, stop <-chan struct{}) (*re
 	if err != nil {
 		return nil, fmt.Errorf("load checkpoint: %w", err)
 	}
+	if md != nil && md.Job != "" && md.Job != cfg.Name {
+		// Its positions would skip what this job never read, its keyed
+		// state drop what it never saw, its committables go to this sink.
+		return nil, fmt.Errorf("%w: checkpoint %d in %s was taken by job %s, not %s: a job's name is its checkpoint namespace; give this job its own checkpoint.dir and state.dir, or set name back to %s",
+			errPermanent, md.ID, cfg.Checkpoint.Dir, md.Job, cfg.Name, md.Job)
+	}
 	rs, err := fromMetadata(md)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errPermanent, err)

@@ -89,7 +89,7 @@ func (s *Source) checkRestored(ctx context.Context, restored *position, ids map[
 	if restored.Epochs == nil {
 		restored.Epochs = Offsets{}
 	}
-	var lost []lostPosition
+	var lost, beyond []lostPosition
 	for _, t := range s.cfg.Topics {
 		was, now := restored.TopicIDs[t], ids[t]
 		recreated := recreatedSince(was, now)
@@ -106,6 +106,14 @@ func (s *Source) checkRestored(ctx context.Context, restored *position, ids map[
 				why = fmt.Sprintf("offset %d is not an offset", n)
 			case n > end:
 				why = fmt.Sprintf("offset %d is beyond the log end %d (the log was truncated, or the topic recreated)", n, end)
+				if e, ok := restored.Epochs.Lookup(t, p); ok && e >= 0 {
+					// A log truncated below the position (an unclean
+					// leader election) mostly holds fewer new records than
+					// it lost: its epoch says where it diverged
+					// (checkEpochs), not the log start.
+					beyond = append(beyond, lostPosition{topic: t, partition: p, why: why, from: start, epoch: -1})
+					continue
+				}
 			case n < start:
 				why = fmt.Sprintf("offset %d is below the log start %d: %d records were deleted by retention before they were read", n, start, start-n)
 			default:
@@ -126,6 +134,11 @@ func (s *Source) checkRestored(ctx context.Context, restored *position, ids map[
 		return err
 	}
 	lost = append(lost, truncated...)
+	for _, b := range beyond { // beyond the end, and its epoch did not say where it diverged
+		if !slices.ContainsFunc(truncated, func(l lostPosition) bool { return l.topic == b.topic && l.partition == b.partition }) {
+			lost = append(lost, b)
+		}
+	}
 	if len(lost) == 0 {
 		return nil
 	}

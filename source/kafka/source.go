@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -331,26 +332,57 @@ func (s *Source) Discover(ctx context.Context) error {
 // Commit commits a completed checkpoint's offsets (its readers' positions)
 // to the consumer group, so lag tools see progress. The checkpoint, not the
 // group, is the source of truth: a failed commit is logged by the caller
-// and repaired by the next. Only offsets of the topics this source reads,
-// as they are, are committed: a restored checkpoint's offsets of a topic
-// the job no longer reads, or of one deleted and created again since
-// (whose offsets mean nothing in the new log, and which the restore
-// started elsewhere under on_position_lost: earliest), are left out.
+// and repaired by the next. Offsets of a topic deleted and created again
+// since (whose offsets mean nothing in the new log, and which the restore
+// started elsewhere under on_position_lost: earliest) are left out.
+//
+// A restored checkpoint may hold a topic the job no longer reads: its
+// offsets are committed too, when the topic is still the one the
+// checkpoint read (its id): the restart's commit is what repairs a crash
+// before the checkpoint's own commit, and later checkpoints no longer
+// hold the topic, so without it the group kept an older offset, and the
+// topic added back to source.topics started there, writing again what
+// the checkpoint's output held.
 func (s *Source) Commit(ctx context.Context, positions []source.Position) error {
 	p, err := mergePositions(positions)
 	if err != nil {
 		return err
 	}
 	o := Offsets{}
-	for _, t := range s.cfg.Topics {
-		if recreatedSince(p.TopicIDs[t], s.ids[t]) {
+	var gone []string
+	for t, ps := range p.Offsets {
+		if !slices.Contains(s.cfg.Topics, t) {
+			gone = append(gone, t)
 			continue
 		}
-		if ps, ok := p.Offsets[t]; ok {
+		if !recreatedSince(p.TopicIDs[t], s.ids[t]) {
 			o[t] = ps
 		}
 	}
+	if len(gone) > 0 {
+		s.addUnread(ctx, p, gone, o)
+	}
 	return s.CommitOffsets(ctx, o)
+}
+
+// addUnread adds to o the offsets of p's topics the job no longer reads
+// (gone) whose topic is still the one p read: same id, known. A topic
+// whose id p does not know (a checkpoint of an older version), or that
+// cannot be looked up, is left out, as before: at worst records are
+// written again later, never skipped.
+func (s *Source) addUnread(ctx context.Context, p position, gone []string, o Offsets) {
+	details, err := s.adm.ListTopics(ctx, gone...)
+	if err != nil {
+		s.log.Warn().Err(err).Strs("topics", gone).Msg("cannot look up the topics the job no longer reads: their checkpointed offsets are not committed")
+		return
+	}
+	for _, t := range gone {
+		d, ok := details[t]
+		if !ok || d.Err != nil || p.TopicIDs[t] == "" || d.ID.String() != p.TopicIDs[t] {
+			continue
+		}
+		o[t] = p.Offsets[t]
+	}
 }
 
 // Describe lists the offsets of positions, partition by partition.
