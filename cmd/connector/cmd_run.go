@@ -20,6 +20,7 @@ import (
 	"github.com/connector-dev/connector/internal/metrics"
 	"github.com/connector-dev/connector/pipeline"
 	"github.com/connector-dev/connector/sink"
+	kafkasink "github.com/connector-dev/connector/sink/kafka"
 )
 
 func init() {
@@ -142,11 +143,18 @@ func groupMember(cfg *config.Job, log zerolog.Logger, reg *prometheus.Registry) 
 // warnInsecure says loudly, at every start, what weakens the connection
 // to the brokers.
 func warnInsecure(log zerolog.Logger, cfg *config.Job) {
-	k := cfg.Kafka
+	warnInsecureCluster(log, "kafka", cfg.Kafka)
+	if sc, ok := cfg.Sink.Config.(*kafkasink.Config); ok && len(sc.Brokers) > 0 {
+		warnInsecureCluster(log, "sink", config.Kafka{Brokers: sc.Brokers, SASL: sc.SASL, TLS: sc.TLS})
+	}
+}
+
+// warnInsecureCluster warns of k's insecure settings, under section's keys.
+func warnInsecureCluster(log zerolog.Logger, section string, k config.Kafka) {
 	if k.TLS.InsecureSkipVerify {
-		log.Warn().Str("key", "kafka.tls.insecure_skip_verify").Msg("INSECURE: the brokers' certificates are not verified: anyone on the network path can pose as the cluster and read or change every record")
+		log.Warn().Str("key", section+".tls.insecure_skip_verify").Msg("INSECURE: the brokers' certificates are not verified: anyone on the network path can pose as the cluster and read or change every record")
 	}
 	if k.SASL.AllowCleartext && !k.TLS.On() && (k.SASL.Mechanism == config.SASLPlain || k.SASL.Mechanism == config.SASLOAuthBearer) {
-		log.Warn().Str("key", "kafka.sasl.allow_cleartext").Str("mechanism", string(k.SASL.Mechanism)).Msg("INSECURE: the SASL secret crosses the network in clear (no kafka.tls)")
+		log.Warn().Str("key", section+".sasl.allow_cleartext").Str("mechanism", string(k.SASL.Mechanism)).Msg("INSECURE: the SASL secret crosses the network in clear (no " + section + ".tls)")
 	}
 }

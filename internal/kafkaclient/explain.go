@@ -36,6 +36,8 @@ func Explain(err error, k config.Kafka) (hint string, misconfigured bool) {
 	switch {
 	case err == nil:
 		return "", false
+	case errors.Is(err, errNoAWSCredentials) || strings.Contains(err.Error(), errNoAWSCredentials.Error()): // franz-go may format it
+		return errNoAWSCredentials.Error(), true
 	case errors.Is(err, kerr.SaslAuthenticationFailed):
 		switch s.Mechanism {
 		case config.SASLOAuthBearer:

@@ -66,13 +66,18 @@ func mechanism(s config.SASL) sasl.Mechanism {
 				a.AccessKey, a.SecretKey, a.SessionToken = os.Getenv("AWS_ACCESS_KEY_ID"), os.Getenv("AWS_SECRET_ACCESS_KEY"), os.Getenv("AWS_SESSION_TOKEN")
 			}
 			if a.AccessKey == "" || a.SecretKey == "" {
-				return a, errors.New("kafka.sasl: AWS_MSK_IAM has no credentials: set kafka.sasl.access_key_id and secret_access_key, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY")
+				return a, errNoAWSCredentials
 			}
 			return a, nil
 		})
 	}
 	return nil
 }
+
+// errNoAWSCredentials: AWS_MSK_IAM without keys, in the config or the
+// process's environment, which does not change: Explain calls it a
+// misconfiguration.
+var errNoAWSCredentials = errors.New("kafka.sasl: AWS_MSK_IAM has no credentials: set kafka.sasl.access_key_id and secret_access_key, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY")
 
 // tokenTimeout bounds a token_command.
 const tokenTimeout = 30 * time.Second

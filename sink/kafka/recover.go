@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -44,8 +45,31 @@ func (s *Sink) Recover(ctx context.Context, restored []sink.Committable) error {
 
 // retry runs fn until it returns nil or an error other than errUnreachable,
 // backing off and logging while the cluster is unreachable, until ctx ends.
+// Until the sink first reached its cluster, a failure the cluster states
+// as a misconfiguration (credentials refused, a certificate not trusted,
+// a listener of another protocol) is not retried: ErrInvalidConfig,
+// naming the key (the job exits 2). Later (an expired token) it is.
 func (s *Sink) retry(ctx context.Context, what string, fn func() error) error {
-	return sink.Retry{Log: s.log, Name: "kafka sink", System: "cluster", Unreachable: errUnreachable}.Do(ctx, what, fn)
+	return sink.Retry{Log: s.log, Name: "kafka sink", System: "cluster", Unreachable: errUnreachable}.Do(ctx, what, func() error {
+		err := fn()
+		if err == nil {
+			s.reached.Store(true)
+		} else if !s.reached.Load() {
+			if hint, misconfigured := kafkaclient.Explain(err, s.conn); misconfigured {
+				return fmt.Errorf("%w: %w: %s: %v", sink.ErrInvalidConfig, kafkaclient.ErrMisconfigured, s.keyed(hint), err) // not unreachable: not retried
+			}
+		}
+		return err
+	})
+}
+
+// keyed is hint with its keys in the section of the sink's cluster: sink.
+// when the sink writes to a cluster of its own (sink.brokers).
+func (s *Sink) keyed(hint string) string {
+	if len(s.cfg.Brokers) == 0 {
+		return hint
+	}
+	return strings.ReplaceAll(hint, "kafka.", "sink.")
 }
 
 func (s *Sink) recover(ctx context.Context, restored []sink.Committable) error {

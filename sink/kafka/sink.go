@@ -26,11 +26,14 @@ import (
 // goroutine, not concurrently with each other; each Writer belongs to one
 // goroutine. See the package documentation for the protocol.
 type Sink struct {
-	cfg   Config
-	job   string
-	conn  config.Kafka
-	slots int // transactional ids per writer
-	log   zerolog.Logger
+	cfg  Config
+	job  string
+	conn config.Kafka
+	// reached: a call to the cluster succeeded (retry): refusals are
+	// misconfigurations only before.
+	reached atomic.Bool
+	slots   int // transactional ids per writer
+	log     zerolog.Logger
 
 	admin *kgo.Client
 	adm   *kadm.Client

@@ -11,13 +11,13 @@ import (
 	kafkasink "github.com/connector-dev/connector/sink/kafka"
 )
 
-// TestReviewInsecureSinkClusterIsWarnedAtStart: config/job.go documents
+// TestInsecureSinkClusterIsWarnedAtStart: config/job.go documents
 // tls.insecure_skip_verify as "logged at warn at every start" and README
 // says the same; a kafka sink writing to its own cluster (sink.brokers)
 // with sink.tls.insecure_skip_verify (or PLAIN with
 // sink.sasl.allow_cleartext) weakens that connection just as much, but
 // warnInsecure looks at the kafka: section only.
-func TestReviewInsecureSinkClusterIsWarnedAtStart(t *testing.T) {
+func TestInsecureSinkClusterIsWarnedAtStart(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		sink kafkasink.Config

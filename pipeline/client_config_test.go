@@ -28,7 +28,7 @@ import (
 	"github.com/connector-dev/connector/internal/kafkaclient"
 )
 
-// TestReviewKafkaToKafkaRefusedCredentialsIsAConfigFault: a Kafka-to-Kafka
+// TestKafkaToKafkaRefusedCredentialsIsAConfigFault: a Kafka-to-Kafka
 // job (sink on the kafka: cluster) whose kafka.sasl password the brokers
 // refuse. README: "A mistake the broker states (refused credentials, ...)
 // exits 2 at once, naming the key". The job must end with
@@ -36,7 +36,7 @@ import (
 // key, whichever of the sink's recovery and the source's open meets the
 // refusal first (restore.go runs them concurrently; the first failure is
 // the cause).
-func TestReviewKafkaToKafkaRefusedCredentialsIsAConfigFault(t *testing.T) {
+func TestKafkaToKafkaRefusedCredentialsIsAConfigFault(t *testing.T) {
 	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.EnableSASL(),
 		kfake.Superuser("SCRAM-SHA-256", "connector", "the-right-one"), kfake.SeedTopics(1, "in", "out"))
 	if err != nil {
@@ -77,9 +77,9 @@ restart: {initial_backoff: 50ms, max_backoff: 200ms, max_failures: 2}
 	}
 }
 
-// reviewCert makes a CA (its PEM written to a file) and a certificate for
+// ccCert makes a CA (its PEM written to a file) and a certificate for
 // 127.0.0.1 it signed.
-func reviewCert(t *testing.T, name string) (caFile string, server tls.Certificate) {
+func ccCert(t *testing.T, name string) (caFile string, server tls.Certificate) {
 	t.Helper()
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -112,16 +112,16 @@ func reviewCert(t *testing.T, name string) (caFile string, server tls.Certificat
 	return caFile, tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
 }
 
-// TestReviewKafkaToKafkaUntrustedCertificateIsAConfigFault: a
+// TestKafkaToKafkaUntrustedCertificateIsAConfigFault: a
 // Kafka-to-Kafka job (sink on the kafka: cluster) whose kafka.tls.ca_file
 // does not hold the CA of the brokers' certificate. README: a certificate
 // not trusted "exits 2 at once, naming the key"; the source's Open does so
 // (kafkaclient.Explain), but it is never reached: the sink's check of its
 // output (checkAhead: CommittedAfter) runs first and retries the TLS
 // failure as "unreachable" until the process is stopped.
-func TestReviewKafkaToKafkaUntrustedCertificateIsAConfigFault(t *testing.T) {
-	_, server := reviewCert(t, "brokers-ca")
-	otherCA, _ := reviewCert(t, "other-ca")
+func TestKafkaToKafkaUntrustedCertificateIsAConfigFault(t *testing.T) {
+	_, server := ccCert(t, "brokers-ca")
+	otherCA, _ := ccCert(t, "other-ca")
 	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "in", "out"),
 		kfake.TLS(&tls.Config{Certificates: []tls.Certificate{server}, MinVersion: tls.VersionTLS12}))
 	if err != nil {

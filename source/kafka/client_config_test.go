@@ -17,7 +17,7 @@ import (
 	"github.com/connector-dev/connector/internal/kafkatest"
 )
 
-// TestReviewAWSMSKIAMWithoutCredentialsIsAConfigFault: kafka.sasl with
+// TestAWSMSKIAMWithoutCredentialsIsAConfigFault: kafka.sasl with
 // mechanism AWS_MSK_IAM, no access_key_id in the file and no AWS_* in the
 // process's environment. config validation accepts it (the keys may come
 // from the environment), and kafkaclient's mechanism then fails every
@@ -27,7 +27,7 @@ import (
 // password. The broker here (kfake) accepts the AWS_MSK_IAM handshake as
 // MSK does; the failure is on the client's side, before any credential is
 // sent.
-func TestReviewAWSMSKIAMWithoutCredentialsIsAConfigFault(t *testing.T) {
+func TestAWSMSKIAMWithoutCredentialsIsAConfigFault(t *testing.T) {
 	t.Setenv("AWS_ACCESS_KEY_ID", "")
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "")
 	t.Setenv("AWS_SESSION_TOKEN", "")
@@ -57,12 +57,12 @@ func TestReviewAWSMSKIAMWithoutCredentialsIsAConfigFault(t *testing.T) {
 	}
 }
 
-// TestReviewLagReachesZeroAfterTrailingTransactions: a partition whose
+// TestLagReachesZeroAfterTrailingTransactions: a partition whose
 // log ends with transaction markers (a committed transaction, then an
 // aborted one) is read to its end by a read_committed reader: once the
 // reader has everything, its lag must be 0, not the markers and the
 // aborted records that it can never read.
-func TestReviewLagReachesZeroAfterTrailingTransactions(t *testing.T) {
+func TestLagReachesZeroAfterTrailingTransactions(t *testing.T) {
 	b := kafkatest.Cluster(t)
 	topic := kafkatest.Topic(t, b, 1)
 	produce(t, b, topic, 1, 5)
