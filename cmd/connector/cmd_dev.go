@@ -16,6 +16,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -88,6 +89,12 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitFailure
 	}
 	defer cluster.Close()
+	// kfake seeds topics only into a fresh data dir: on one an earlier dev
+	// run left (another config's), create those it lacks.
+	if err := createTopics(ctx, cluster.ListenAddrs(), topics); err != nil {
+		fmt.Fprintf(stderr, "connector dev: create topics on the embedded broker: %v\n", err)
+		return exitFailure
+	}
 	brokers := strings.Join(cluster.ListenAddrs(), ",")
 	job, err := config.Parse(*path, data, devLookup(brokers))
 	if err != nil {
@@ -335,4 +342,26 @@ func addrInUseHint(err error) string {
 		return " (another process listens there: set http.addr in the config, or HTTP_ADDR, to a free host:port; port 0 picks one)"
 	}
 	return ""
+}
+
+// createTopics creates those of topics the embedded broker lacks, with
+// kfake.SeedTopics's 4 partitions.
+func createTopics(ctx context.Context, brokers, topics []string) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	res, err := kadm.NewClient(cl).CreateTopics(ctx, 4, 1, nil, topics...)
+	if err != nil {
+		return err
+	}
+	for _, r := range res.Sorted() {
+		if r.Err != nil && !errors.Is(r.Err, kerr.TopicAlreadyExists) {
+			return fmt.Errorf("topic %s: %w", r.Topic, r.Err)
+		}
+	}
+	return nil
 }

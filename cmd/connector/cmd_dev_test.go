@@ -16,6 +16,7 @@ import (
 	"github.com/connector-dev/connector/internal/syncbuf"
 	"github.com/minio/minio-go/v7"
 	"github.com/parquet-go/parquet-go"
+	"github.com/twmb/franz-go/pkg/kfake"
 )
 
 // TestDevRunsTheKafkaToKafkaExample: `connector dev` runs
@@ -112,6 +113,28 @@ func TestDevRunsTheKafkaToS3Example(t *testing.T) {
 // stops it, and returns how many records it wrote and its log.
 func runDevExample(t *testing.T, example, where string) (int, string) {
 	t.Helper()
+	return runDevExampleOn(t, example, where, nil)
+}
+
+// TestDevCreatesTheTopicsADataDirLacks: kfake seeds topics only into a
+// fresh data dir, so on the one the quick start's first command left
+// (./data/dev-kafka, holding only orders), the Kafka-to-Kafka example's
+// output topic was never created and dev exited 1 ("topic orders-clean
+// does not exist").
+func TestDevCreatesTheTopicsADataDirLacks(t *testing.T) {
+	runDevExampleOn(t, "kafka-to-kafka.yaml", "topic orders-clean", func(data string) {
+		c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.DataDir(data), kfake.SeedTopics(4, "orders"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Close() // its data dir now holds orders only
+	})
+}
+
+// runDevExampleOn is runDevExample with prepare, if not nil, run on the
+// embedded broker's data dir before dev starts.
+func runDevExampleOn(t *testing.T, example, where string, prepare func(data string)) (int, string) {
+	t.Helper()
 	path := example
 	if !filepath.IsAbs(example) {
 		var err error
@@ -120,6 +143,9 @@ func runDevExample(t *testing.T, example, where string) (int, string) {
 		}
 	}
 	dir := t.TempDir()
+	if prepare != nil {
+		prepare(filepath.Join(dir, "kafka"))
+	}
 	t.Chdir(dir) // the example's data dirs are relative
 	t.Setenv("HTTP_ADDR", "127.0.0.1:0")
 	ctx, cancel := context.WithCancel(context.Background())
