@@ -2,9 +2,8 @@ package transform
 
 import (
 	"bytes"
-	"unicode/utf16"
-	"unicode/utf8"
 
+	"github.com/connector-dev/connector/internal/jsonesc"
 	"github.com/connector-dev/connector/record"
 )
 
@@ -226,62 +225,7 @@ func unquote(q []byte) string {
 // becomes its own three bytes (WTF-8), not U+FFFD: distinct strings never
 // decode to the same text.
 func appendUnquoted(dst, q []byte) []byte {
-	s := q[1 : len(q)-1]
-	for {
-		i := bytes.IndexByte(s, '\\')
-		if i < 0 {
-			return append(dst, s...)
-		}
-		dst = append(dst, s[:i]...)
-		c := s[i+1]
-		s = s[i+2:]
-		switch c {
-		case 'b':
-			dst = append(dst, '\b')
-		case 'f':
-			dst = append(dst, '\f')
-		case 'n':
-			dst = append(dst, '\n')
-		case 'r':
-			dst = append(dst, '\r')
-		case 't':
-			dst = append(dst, '\t')
-		case 'u':
-			r := hex4(s)
-			s = s[4:]
-			if utf16.IsSurrogate(r) && r < 0xdc00 && len(s) >= 6 && s[0] == '\\' && s[1] == 'u' {
-				if lo := hex4(s[2:]); lo >= 0xdc00 && lo < 0xe000 {
-					dst = utf8.AppendRune(dst, utf16.DecodeRune(r, lo))
-					s = s[6:]
-					continue
-				}
-			}
-			if utf16.IsSurrogate(r) {
-				dst = append(dst, 0xe0|byte(r>>12), 0x80|byte(r>>6)&0x3f, 0x80|byte(r)&0x3f)
-				continue
-			}
-			dst = utf8.AppendRune(dst, r)
-		default: // '"', '\\', '/'
-			dst = append(dst, c)
-		}
-	}
-}
-
-// hex4 is the value of the four hex digits (validated) at the start of s.
-func hex4(s []byte) rune {
-	var r rune
-	for _, c := range s[:4] {
-		switch {
-		case c >= '0' && c <= '9':
-			c -= '0'
-		case c >= 'a' && c <= 'f':
-			c -= 'a' - 10
-		default:
-			c -= 'A' - 10
-		}
-		r = r<<4 | rune(c)
-	}
-	return r
+	return jsonesc.Append(dst, q[1:len(q)-1], true)
 }
 
 // slab hands out byte slices carved from larger chunks, so re-encoded

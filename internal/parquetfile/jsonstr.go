@@ -4,8 +4,9 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/bits"
-	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/connector-dev/connector/internal/jsonesc"
 )
 
 // Masks of the low and the high bit of each byte of a word.
@@ -83,60 +84,6 @@ func isHex4(b []byte) bool {
 	return true
 }
 
-func hex4(b []byte) rune {
-	var r rune
-	for _, c := range b[:4] {
-		switch {
-		case c >= '0' && c <= '9':
-			c -= '0'
-		case c >= 'a' && c <= 'f':
-			c -= 'a' - 10
-		default:
-			c -= 'A' - 10
-		}
-		r = r<<4 | rune(c)
-	}
-	return r
-}
-
 // unescape appends the content of a checked string (without its quotes) to
 // dst. A lone surrogate becomes U+FFFD, as in encoding/json.
-func unescape(dst, s []byte) []byte {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c != '\\' {
-			dst = append(dst, c)
-			continue
-		}
-		i++
-		switch s[i] {
-		case 'b':
-			dst = append(dst, '\b')
-		case 'f':
-			dst = append(dst, '\f')
-		case 'n':
-			dst = append(dst, '\n')
-		case 'r':
-			dst = append(dst, '\r')
-		case 't':
-			dst = append(dst, '\t')
-		case 'u':
-			r := hex4(s[i+1:])
-			i += 4
-			if utf16.IsSurrogate(r) {
-				r2 := utf8.RuneError
-				if i+6 < len(s) && s[i+1] == '\\' && s[i+2] == 'u' {
-					r2 = utf16.DecodeRune(r, hex4(s[i+3:]))
-				}
-				if r2 != utf8.RuneError {
-					i += 6
-				}
-				r = r2
-			}
-			dst = utf8.AppendRune(dst, r)
-		default: // '"', '\\', '/'
-			dst = append(dst, s[i])
-		}
-	}
-	return dst
-}
+func unescape(dst, s []byte) []byte { return jsonesc.Append(dst, s, false) }
