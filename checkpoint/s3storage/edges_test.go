@@ -6,11 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,51 +17,6 @@ import (
 	"github.com/connector-dev/connector/checkpoint/store"
 	"github.com/connector-dev/connector/internal/s3test"
 )
-
-// edgeProxy forwards to the real server; modify, if set, may change a
-// response, hang, or answer itself (true: answered).
-type edgeProxy struct {
-	srv    *httptest.Server
-	mu     sync.Mutex
-	before func(w http.ResponseWriter, r *http.Request) bool
-	modify func(*http.Response) error
-}
-
-func newReviewProxy(t *testing.T, target string) *edgeProxy {
-	t.Helper()
-	u, err := url.Parse(target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &edgeProxy{}
-	rp := &httputil.ReverseProxy{
-		Rewrite: func(pr *httputil.ProxyRequest) {
-			pr.SetURL(u)
-			pr.Out.Host = pr.In.Host // signed by the client
-		},
-		ModifyResponse: func(r *http.Response) error {
-			p.mu.Lock()
-			m := p.modify
-			p.mu.Unlock()
-			if m != nil {
-				return m(r)
-			}
-			return nil
-		},
-		FlushInterval: -1, // headers and bytes go out at once: the cut comes mid-body
-	}
-	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p.mu.Lock()
-		b := p.before
-		p.mu.Unlock()
-		if b != nil && b(w, r) {
-			return
-		}
-		rp.ServeHTTP(w, r)
-	}))
-	t.Cleanup(p.srv.Close)
-	return p
-}
 
 // halfBody gives the first half of the body, then fails: the proxy aborts
 // the response after its headers (Content-Length included), as a
@@ -126,22 +77,20 @@ func TestTruncatedMetadataReadIsUnreachable(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	p := newReviewProxy(t, c.Endpoint)
+	p := s3test.NewFaultProxy(t, c.Endpoint)
 	cc := conn(c)
-	cc.Endpoint = p.srv.URL
+	cc.Endpoint = p.URL
 	viaProxy, err := Open(ctx, cc, bucket, "", "orders")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.mu.Lock()
-	p.modify = func(r *http.Response) error {
+	p.Modify(func(r *http.Response) error {
 		if r.Request.Method == http.MethodGet && strings.HasSuffix(r.Request.URL.Path, ".meta") && r.StatusCode == 200 {
 			data, _ := io.ReadAll(r.Body)
 			r.Body = &halfBody{r: bytes.NewReader(data[:len(data)/2]), body: io.NopCloser(nil)}
 		}
 		return nil
-	}
-	p.mu.Unlock()
+	})
 	b, err := store.Open(vfs.NewMem(), "/ckpt", "/state", 2, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
@@ -163,9 +112,9 @@ func TestTruncatedMetadataReadIsUnreachable(t *testing.T) {
 func TestListHonoursTheContext(t *testing.T) {
 	c := s3test.Server(t)
 	bucket := s3test.Bucket(t, c)
-	p := newReviewProxy(t, c.Endpoint)
+	p := s3test.NewFaultProxy(t, c.Endpoint)
 	cc := conn(c)
-	cc.Endpoint = p.srv.URL
+	cc.Endpoint = p.URL
 	s, err := Open(context.Background(), cc, bucket, "", "orders")
 	if err != nil {
 		t.Fatal(err)
@@ -173,8 +122,7 @@ func TestListHonoursTheContext(t *testing.T) {
 	arrived := make(chan struct{}, 16)
 	release := make(chan struct{})
 	t.Cleanup(func() { close(release) })
-	p.mu.Lock()
-	p.before = func(w http.ResponseWriter, r *http.Request) bool {
+	p.Before(func(w http.ResponseWriter, r *http.Request) bool {
 		if r.Method != http.MethodGet || r.URL.Query().Get("list-type") != "2" {
 			return false
 		}
@@ -184,8 +132,7 @@ func TestListHonoursTheContext(t *testing.T) {
 		case <-release:
 		}
 		return true
-	}
-	p.mu.Unlock()
+	})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {

@@ -10,6 +10,7 @@ import (
 	"github.com/minio/minio-go/v7"
 
 	"github.com/connector-dev/connector/config/secret"
+	"github.com/connector-dev/connector/internal/s3test"
 )
 
 // edgeOneTry makes minio-go give up after one attempt (as if its own
@@ -31,11 +32,7 @@ func edgeCore(t *testing.T, endpoint string) *minio.Core {
 
 // s3Answer serves one S3 error document with status for every request.
 func s3Answer(status int, code string) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/xml")
-		w.WriteHeader(status)
-		_, _ = w.Write([]byte(`<?xml version="1.0" encoding="UTF-8"?><Error><Code>` + code + `</Code><Message>` + code + `</Message><RequestId>r</RequestId></Error>`))
-	}
+	return func(w http.ResponseWriter, r *http.Request) { s3test.WriteError(w, status, code) }
 }
 
 // A misconfigured endpoint (https:// for a plain-HTTP server, or a server

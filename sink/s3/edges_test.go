@@ -6,11 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -18,56 +14,12 @@ import (
 	"github.com/minio/minio-go/v7"
 	"github.com/rs/zerolog"
 
+	"github.com/connector-dev/connector/internal/s3test"
 	"github.com/connector-dev/connector/sink"
 )
 
-// edgeProxy stands between the sink and the test's real S3 server: every
-// request is forwarded unless fault answers it instead (a fault returning
-// false forwards).
-type edgeProxy struct {
-	srv   *httptest.Server
-	mu    sync.Mutex
-	fault func(w http.ResponseWriter, r *http.Request) bool
-}
-
-func newReviewProxy(t *testing.T, target string) *edgeProxy {
-	t.Helper()
-	u, err := url.Parse(target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &edgeProxy{}
-	rp := &httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) {
-		pr.SetURL(u)
-		pr.Out.Host = pr.In.Host // the client signed the proxy's host
-	}}
-	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p.mu.Lock()
-		f := p.fault
-		p.mu.Unlock()
-		if f != nil && f(w, r) {
-			return
-		}
-		rp.ServeHTTP(w, r)
-	}))
-	t.Cleanup(p.srv.Close)
-	return p
-}
-
-func (p *edgeProxy) setFault(f func(w http.ResponseWriter, r *http.Request) bool) {
-	p.mu.Lock()
-	p.fault = f
-	p.mu.Unlock()
-}
-
 func isComplete(r *http.Request) bool {
 	return r.Method == http.MethodPost && r.URL.Query().Has("uploadId")
-}
-
-func writeS3Error(w http.ResponseWriter, status int, code string) {
-	w.Header().Set("Content-Type", "application/xml")
-	w.WriteHeader(status)
-	_, _ = w.Write([]byte(`<?xml version="1.0" encoding="UTF-8"?><Error><Code>` + code + `</Code><Message>` + code + `</Message><RequestId>r</RequestId></Error>`))
 }
 
 // cancelOnRetry is a log writer that cancels the test's context at the
@@ -111,17 +63,17 @@ func rolledOnRealS3(t *testing.T, e realEnv) []sink.Committable {
 func TestRecoverFailsOnA501Complete(t *testing.T) {
 	e := newRealEnv(t)
 	restored := rolledOnRealS3(t, e)
-	p := newReviewProxy(t, e.srv.Endpoint)
+	p := s3test.NewFaultProxy(t, e.srv.Endpoint)
 	var completes atomic.Int32
-	p.setFault(func(w http.ResponseWriter, r *http.Request) bool {
+	p.Before(func(w http.ResponseWriter, r *http.Request) bool {
 		if !isComplete(r) {
 			return false
 		}
 		completes.Add(1)
-		writeS3Error(w, http.StatusNotImplemented, "NotImplemented")
+		s3test.WriteError(w, http.StatusNotImplemented, "NotImplemented")
 		return true
 	})
-	cfg := e.config(func(c *Config) { c.Endpoint = p.srv.URL })
+	cfg := e.config(func(c *Config) { c.Endpoint = p.URL })
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	logw := &cancelOnRetry{cancel: cancel, t: t}
@@ -155,16 +107,16 @@ func TestRecoverRetriesATransientCompleteError(t *testing.T) {
 		t.Run(tc.code, func(t *testing.T) {
 			e := newRealEnv(t)
 			restored := rolledOnRealS3(t, e)
-			p := newReviewProxy(t, e.srv.Endpoint)
+			p := s3test.NewFaultProxy(t, e.srv.Endpoint)
 			var failed atomic.Bool
-			p.setFault(func(w http.ResponseWriter, r *http.Request) bool {
+			p.Before(func(w http.ResponseWriter, r *http.Request) bool {
 				if !isComplete(r) || failed.Swap(true) {
 					return false // the first complete fails, the others go through
 				}
-				writeS3Error(w, tc.status, tc.code)
+				s3test.WriteError(w, tc.status, tc.code)
 				return true
 			})
-			s := e.sink(func(c *Config) { c.Endpoint = p.srv.URL })
+			s := e.sink(func(c *Config) { c.Endpoint = p.URL })
 			if err := s.Recover(e.ctx(), restored); err != nil {
 				t.Fatalf("Recover after one %d %s answer to the complete: %v (transient: %v); want it retried and nil", tc.status, tc.code, err, transient(err))
 			}
@@ -202,11 +154,11 @@ func TestHTTPSEndpointOnAnHTTPServerIsAConfigError(t *testing.T) {
 // the caller's context.
 func TestListingHonoursTheContext(t *testing.T) {
 	e := newRealEnv(t)
-	p := newReviewProxy(t, e.srv.Endpoint)
+	p := s3test.NewFaultProxy(t, e.srv.Endpoint)
 	arrived := make(chan struct{}, 16)
 	release := make(chan struct{})
 	t.Cleanup(func() { close(release) })
-	p.setFault(func(w http.ResponseWriter, r *http.Request) bool {
+	p.Before(func(w http.ResponseWriter, r *http.Request) bool {
 		if r.Method != http.MethodGet || r.URL.Query().Get("list-type") != "2" {
 			return false
 		}
@@ -217,7 +169,7 @@ func TestListingHonoursTheContext(t *testing.T) {
 		}
 		return true
 	})
-	s := e.sink(func(c *Config) { c.Endpoint = p.srv.URL })
+	s := e.sink(func(c *Config) { c.Endpoint = p.URL })
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
