@@ -120,6 +120,50 @@ func TestCoordinatorAbortOfANewerCheckpointSparesAnOlderAlignment(t *testing.T) 
 	}
 }
 
+// TestCoordinatorAbortBeforeAnyOlderBarrierSparesTheOlder: the abort of
+// checkpoint 2 reaches worker-0 before any barrier of checkpoint 1 does
+// (the driver serves aborts at once; the barriers queue behind records).
+// Giving 2 up there at once raised the floor to 2: barrier 1, arriving
+// next, was ignored as stale, and checkpoint 1 timed out.
+func TestCoordinatorAbortBeforeAnyOlderBarrierSparesTheOlder(t *testing.T) {
+	for _, mode := range []Mode{ExactlyOnce, AtLeastOnce} {
+		s := DefaultSettings()
+		s.Interval, s.InitialDelay, s.MaxConcurrent, s.Timeout = time.Second, 0, 2, time.Minute
+		c, err := NewCoordinator(s, []TaskID{"source-0", "source-1", "worker-0", "worker-1"}, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		al, err := NewAligner[string](AlignerSettings{Channels: 2, Mode: mode})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := &abortDriver{t: t, c: c, al: al, alTask: "worker-0", now: t0}
+		d.step(Tick{Now: t0}) // trigger 1
+		d.now = t0.Add(time.Second)
+		d.step(Tick{Now: d.now}) // trigger 2
+		for _, id := range []ID{1, 2} {
+			d.step(Ack{Task: "source-0", ID: id})
+			d.step(Ack{Task: "source-1", ID: id})
+		}
+		d.step(Ack{Task: "worker-1", ID: 1})
+		d.step(Decline{Task: "worker-1", ID: 2, Reason: errors.New("sink pre-commit failed")})
+		// Only now do worker-0's barriers come: 1 on both channels, then 2.
+		for ch := range 2 {
+			d.process(ch, Element[string]{Kind: BarrierElement, Barrier: Barrier{ID: 1}})
+		}
+		for ch := range 2 {
+			d.process(ch, Element[string]{Kind: BarrierElement, Barrier: Barrier{ID: 2}})
+		}
+		if st := c.Status(); st.LastCompleted != 1 {
+			t.Errorf("%v: checkpoint 1 (every barrier arrived, every other task acked) did not complete: status %+v\ntrace:\n%s",
+				mode, st, joinLines(d.log))
+		}
+		if got := al.Aligning(); len(got) != 0 {
+			t.Errorf("%v: aligning %v at the end, want nothing (2's barriers given up or ignored)", mode, got)
+		}
+	}
+}
+
 func joinLines(l []string) string {
 	s := ""
 	for _, x := range l {

@@ -3,6 +3,7 @@ package checkpoint
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 )
@@ -68,10 +69,12 @@ func (s AlignerSettings) Validate() error {
 //     then ignored. A marker for n on a channel follows that channel's
 //     barriers for the older ones, or their absence: they cannot align.
 //   - Abort(n) from the Coordinator says nothing of the older checkpoints
-//     still aligning here (n may have failed elsewhere while they are
-//     healthy): it gives n up as a marker would once none older is tracked
-//     (at once if none is), or when barrier n arrives (in exactly-once
-//     mode; in at-least-once mode barrier n is then ignored).
+//     (n may have failed elsewhere while they are healthy, their barriers
+//     still on their way here): it never raises the floor past them. n is
+//     given up at once only while it aligns in exactly-once mode (a channel
+//     delivered n, so nothing older aligns here any more); else when its
+//     barrier comes (exactly-once), or its barriers are ignored
+//     (at-least-once).
 //   - A barrier or marker for a checkpoint that was already snapshotted or given
 //     up, or a barrier repeated on a channel, is ignored.
 //   - A channel that ends no longer counts: an alignment waiting only for it
@@ -149,12 +152,10 @@ func (a *Aligner[R]) Process(now time.Time, ch int, el Element[R]) ([]Output[R],
 }
 
 // Abort gives checkpoint id up because the Coordinator aborted it (its Abort
-// action): as a CancelMarker for id on every channel at once would, except
-// that checkpoints older than id still aligning here go on (see the type's
-// doc), and id is given up after them. Like Process it returns the outputs
-// to perform (valid until the next call): a CancelAndForward for id unless
-// it was already finished here or waits for older ones, then any released
-// input.
+// action), sparing older checkpoints (see the type's doc). Like Process it
+// returns the outputs to perform (valid until the next call): a
+// CancelAndForward for id and any released input when id was aligning here
+// (exactly-once), else nothing: id is given up when its barrier comes.
 func (a *Aligner[R]) Abort(now time.Time, id ID) []Output[R] {
 	return a.run(now, item[R]{ch: -1, el: Element[R]{Kind: abortElement, Cancel: CancelMarker{ID: id}}})
 }
@@ -206,7 +207,6 @@ func (a *Aligner[R]) step(now time.Time, it item[R]) {
 	case EndOfChannel:
 		a.end(now, it.ch)
 	}
-	a.giveUpAborted()
 }
 
 func (a *Aligner[R]) hold(it item[R]) {
@@ -283,16 +283,26 @@ func (a *Aligner[R]) snapshot(now time.Time, e *alignment) {
 	a.forget(e.b.ID)
 }
 
-// abort gives checkpoint id up for the Coordinator: at once if nothing
-// older is aligning, else once the older ones are done (forget) or barrier
-// id arrives.
+// abort gives checkpoint id up for the Coordinator. Older checkpoints may
+// still align here: their barriers may not even have come yet (the abort
+// overtakes them), so the floor is not raised past them. If id is being
+// aligned in exactly-once mode, a channel delivered its barrier without
+// the older ones' (see barrier): nothing older aligns here any more, and
+// id is given up at once, its held input released. Otherwise id is noted:
+// its barrier, when it comes, gives it up then (exactly-once) or is
+// ignored (at-least-once, whose alignment of id is dropped now: it holds
+// no input).
 func (a *Aligner[R]) abort(id ID, reason error) {
 	if id <= a.floor {
 		return
 	}
-	if len(a.aligning) == 0 || a.aligning[0].b.ID >= id {
+	i, found := slices.BinarySearchFunc(a.aligning, id, func(e *alignment, id ID) int { return cmp.Compare(e.b.ID, id) })
+	if found && a.s.Mode == ExactlyOnce {
 		a.cancelUpTo(id, reason)
 		return
+	}
+	if found {
+		a.aligning = slices.Delete(a.aligning, i, i+1)
 	}
 	if a.aborted == nil {
 		a.aborted = make(map[ID]error)
@@ -325,6 +335,7 @@ func (a *Aligner[R]) cancelUpTo(id ID, reason error) {
 func (a *Aligner[R]) forget(id ID) {
 	a.floor = id
 	a.aligning = slices.DeleteFunc(a.aligning, func(e *alignment) bool { return e.b.ID <= id })
+	maps.DeleteFunc(a.aborted, func(m ID, _ error) bool { return m <= id })
 	clear(a.blocked)
 	if len(a.held) == 0 {
 		return
@@ -356,36 +367,10 @@ func (a *Aligner[R]) end(now time.Time, ch int) {
 		return
 	}
 	for {
-		i := slices.IndexFunc(a.aligning, func(e *alignment) bool { return e.count == a.live && a.aborted[e.b.ID] == nil })
+		i := slices.IndexFunc(a.aligning, func(e *alignment) bool { return e.count == a.live })
 		if i < 0 {
 			return
 		}
 		a.snapshot(now, a.aligning[i])
 	}
-}
-
-// giveUpAborted gives up the checkpoints the Coordinator aborted that no
-// older one still aligning waits before, oldest first; run after each
-// element, once the element's own alignments are in place.
-func (a *Aligner[R]) giveUpAborted() {
-	for len(a.aborted) > 0 && a.giveUpOldestAborted() {
-	}
-}
-
-func (a *Aligner[R]) giveUpOldestAborted() bool {
-	next := ID(0)
-	for id := range a.aborted {
-		if id <= a.floor {
-			delete(a.aborted, id)
-		} else if next == 0 || id < next {
-			next = id
-		}
-	}
-	if next == 0 || (len(a.aligning) > 0 && a.aligning[0].b.ID < next) {
-		return false
-	}
-	reason := a.aborted[next]
-	delete(a.aborted, next)
-	a.cancelUpTo(next, reason)
-	return true
 }

@@ -67,7 +67,9 @@
 //     Step, and a failed task as TaskFailed.
 //  12. To stop cleanly (SIGTERM), note Status().NextID, Step(TriggerNow{Now: now}),
 //     and keep driving until Status().LastCompleted reaches that id: the
-//     final checkpoint is then durable and committed.
+//     final checkpoint is then durable and committed. If it fails (none from
+//     that id on pending, none completed), step TriggerNow again (at most
+//     once a Tick): the next regular one may be due after the stop's bound.
 //
 // # A task's duties with an Aligner
 //

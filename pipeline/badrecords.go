@@ -83,8 +83,13 @@ func (b *badRecords) flush(ctx context.Context) error {
 	return nil
 }
 
+// deadLetterHeaders is how many headers deadLetter adds after the
+// record's own.
+const deadLetterHeaders = 4
+
 // deadLetter is the record as it came from Kafka, with headers naming where
-// it came from and why it was rejected.
+// it came from and why it was rejected (deadLetterHeaders of them, after
+// the record's own).
 func deadLetter(topic string, r *record.Record, cause error) *kgo.Record {
 	kr := &kgo.Record{Topic: topic, Key: r.Key, Value: r.Value, Timestamp: r.Timestamp}
 	for _, h := range r.Headers {

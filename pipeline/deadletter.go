@@ -101,17 +101,11 @@ func fitDeadLetter(kr *kgo.Record, limit int) string {
 		note("connector.original.key_bytes", n)
 		kr.Key = kr.Key[:max(0, n-(size()-limit))]
 	}
-	if size() > limit {
-		own := 0
-		for _, h := range kr.Headers {
-			if !strings.HasPrefix(h.Key, "connector.") {
-				own++
-			}
-		}
-		if own > 0 {
-			kr.Headers = slicesDeleteOwn(kr.Headers)
-			note("connector.original.headers", own)
-		}
+	if own := len(kr.Headers) - deadLetterHeaders - len(cut); own > 0 && size() > limit {
+		// The record's own headers come first (deadLetter), whatever
+		// their names (a dead letter read again has connector.* ones).
+		kr.Headers = kr.Headers[own:]
+		note("connector.original.headers", own)
 	}
 	if over := size() - limit; over > 0 {
 		for i := range kr.Headers {
@@ -122,15 +116,4 @@ func fitDeadLetter(kr *kgo.Record, limit int) string {
 		}
 	}
 	return strings.Join(cut, ",")
-}
-
-// slicesDeleteOwn drops the headers that are not the connector's.
-func slicesDeleteOwn(hs []kgo.RecordHeader) []kgo.RecordHeader {
-	out := hs[:0]
-	for _, h := range hs {
-		if strings.HasPrefix(h.Key, "connector.") {
-			out = append(out, h)
-		}
-	}
-	return out
 }

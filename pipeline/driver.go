@@ -75,6 +75,7 @@ func (d *driver) loop(ctx context.Context, stop <-chan struct{}, tick, finalTime
 		deadline   time.Time
 	)
 	for {
+		ticked := false
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
@@ -84,6 +85,7 @@ func (d *driver) loop(ctx context.Context, stop <-chan struct{}, tick, finalTime
 			finalAfter = d.requestStop(ctx)
 			deadline = time.Now().Add(finalTimeout)
 		case now := <-ticker.C:
+			ticked = true
 			d.step(ctx, checkpoint.Tick{Now: d.coordTime(now)})
 		case ev := <-d.events:
 			d.step(ctx, ev)
@@ -98,7 +100,9 @@ func (d *driver) loop(ctx context.Context, stop <-chan struct{}, tick, finalTime
 			if time.Now().After(deadline) {
 				return fmt.Errorf("%w within %s (checkpoint.timeout)", errFinalCheckpoint, finalTimeout)
 			}
-			d.retryFinal(ctx, finalAfter)
+			if ticked { // at most once a tick: a final checkpoint declined at once does not spin
+				d.retryFinal(ctx, finalAfter)
+			}
 		}
 	}
 }
@@ -331,8 +335,9 @@ func (d *driver) abort(a checkpoint.Abort) {
 		r.CancelBarrier(a.ID)
 	}
 	if errors.Is(a.Reason, checkpoint.ErrSubsumed) {
-		// Not a failure (no metric, no health): a newer one completed.
-		d.history.end(a.ID, d.now(), func(c *CheckpointRecord) { c.Status, c.Reason = statusFailed, a.Reason.Error() })
+		// Not a failure (no metric, no count, no health): a newer one
+		// completed. Its record ends failed, with the reason.
+		d.history.endCounted(a.ID, d.now(), func(c *CheckpointRecord) { c.Status, c.Reason = statusFailed, a.Reason.Error() }, false)
 		d.log.Debug().Uint64("checkpoint", uint64(a.ID)).Msg("checkpoint subsumed")
 		return
 	}

@@ -183,8 +183,8 @@ func (h *harness) step(ev checkpoint.Event) (err error) {
 		}
 	}()
 	h.g.driver.step(h.ctx, ev)
-	if h.final != 0 && h.g.driver.failed == nil && !h.g.driver.stopped(h.final) {
-		h.g.driver.retryFinal(h.ctx, h.final) // as loop does after each step
+	if _, tick := ev.(checkpoint.Tick); tick && h.final != 0 && h.g.driver.failed == nil && !h.g.driver.stopped(h.final) {
+		h.g.driver.retryFinal(h.ctx, h.final) // as loop does after each tick
 	}
 	if f := h.g.driver.failed; f != nil {
 		world.printf("job failed: %v", f)

@@ -86,6 +86,13 @@ func (h *history) triggered(id checkpoint.ID, at time.Time) {
 // end updates checkpoint id's record (one triggered before this attempt,
 // or pushed out of the window, gets one of its own).
 func (h *history) end(id checkpoint.ID, at time.Time, fill func(*CheckpointRecord)) {
+	h.endCounted(id, at, fill, true)
+}
+
+// endCounted is end; count false leaves the counts as they are (a
+// checkpoint subsumed by a newer completion: no failure, as for its
+// metric).
+func (h *history) endCounted(id checkpoint.ID, at time.Time, fill func(*CheckpointRecord), count bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	i := slices.IndexFunc(h.recs, func(r CheckpointRecord) bool { return r.ID == uint64(id) })
@@ -103,9 +110,11 @@ func (h *history) end(id checkpoint.ID, at time.Time, fill func(*CheckpointRecor
 		r.DurationMS = ms(at.Sub(r.TriggeredAt))
 	}
 	fill(r)
-	if r.Status == statusCompleted {
+	switch {
+	case !count:
+	case r.Status == statusCompleted:
 		h.counts.Completed++
-	} else {
+	default:
 		h.counts.Failed++
 	}
 }

@@ -57,6 +57,8 @@ type Job struct {
 	// stopping: Run was asked to stop (its final checkpoint is under
 	// way); stopped: Run returned. For JobInfo.State.
 	stopping, stopped atomic.Bool
+	// sinkReached: a sink of this job reached its system once (sink.Env).
+	sinkReached atomic.Bool
 }
 
 // New prepares a job; cfg must have been validated (config.Load does).

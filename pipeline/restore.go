@@ -197,7 +197,7 @@ func (a *attempt) loadCheckpoint(ctx context.Context, stop <-chan struct{}) (*re
 // openSink builds the sink and decides whether the checkpoint found may
 // be restored (fallback.go).
 func (a *attempt) openSink(ctx context.Context, r *restoredJob) (sink.Sink, error) {
-	snk, err := sink.New(a.j.cfg.Sink, sink.Env{Job: a.j.cfg, FS: a.j.fs, Log: a.j.log, Stdout: a.j.stdout, KafkaHooks: a.j.metrics.kafka.Hooks})
+	snk, err := sink.New(a.j.cfg.Sink, sink.Env{Job: a.j.cfg, FS: a.j.fs, Log: a.j.log, Stdout: a.j.stdout, KafkaHooks: a.j.metrics.kafka.Hooks, Reached: &a.j.sinkReached})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errPermanent, err)
 	}

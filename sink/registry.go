@@ -3,6 +3,7 @@ package sink
 import (
 	"fmt"
 	"io"
+	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/rs/zerolog"
@@ -47,6 +48,11 @@ type Env struct {
 	// KafkaHooks, if not nil, returns the franz-go hooks to install on a
 	// new Kafka client of the sink (its metrics), named client.
 	KafkaHooks func(client string) []kgo.Hook
+	// Reached, if not nil, outlives the sink (the runtime's, for the
+	// process's life): a sink sets it once it reached its system, so that
+	// a sink of a later attempt retries a refusal (an expired token)
+	// where the first one called it a config error.
+	Reached *atomic.Bool
 }
 
 var kinds = registry.Of[Kind]{What: "sink kind"}

@@ -108,7 +108,8 @@ func Transient(err error) bool {
 		}
 		switch r.StatusCode {
 		case http.StatusInternalServerError, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout,
-			http.StatusRequestTimeout, http.StatusTooManyRequests, 499, 520:
+			http.StatusRequestTimeout, http.StatusTooManyRequests, 499, 520,
+			http.StatusInsufficientStorage: // a full store frees space, as a full disk does
 			return true
 		}
 		return false
@@ -134,8 +135,13 @@ func TLSMisconfigured(err error) bool {
 	var unknown x509.UnknownAuthorityError
 	var hostname x509.HostnameError
 	var invalid x509.CertificateInvalidError
-	var verify *tls.CertificateVerificationError
 	var header tls.RecordHeaderError
-	return errors.As(err, &unknown) || errors.As(err, &hostname) || errors.As(err, &invalid) || errors.As(err, &verify) ||
-		errors.As(err, &header) || strings.Contains(err.Error(), "server gave HTTP response to HTTPS client")
+	if errors.As(err, &invalid) {
+		// An expired certificate is renewed on the server: waited for.
+		return invalid.Reason != x509.Expired
+	}
+	// net/http's error for an https:// URL answered in plain HTTP has no
+	// type of its own: its text (minio-go matches it so too).
+	return errors.As(err, &unknown) || errors.As(err, &hostname) || errors.As(err, &header) ||
+		strings.Contains(err.Error(), "server gave HTTP response to HTTPS client")
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,6 +24,12 @@ import (
 // another cluster.
 func ccSinkOn(t *testing.T, addrs []string, topic string, sasl config.SASL, tlsCfg config.TLS) *Sink {
 	t.Helper()
+	return ccSinkReached(t, addrs, topic, sasl, tlsCfg, nil)
+}
+
+// ccSinkReached is ccSinkOn with sink.Env.Reached.
+func ccSinkReached(t *testing.T, addrs []string, topic string, sasl config.SASL, tlsCfg config.TLS, reached *atomic.Bool) *Sink {
+	t.Helper()
 	cfg := Config{Topic: topic}
 	if err := spec.Fill(&cfg, "", nil); err != nil {
 		t.Fatal(err)
@@ -30,7 +37,7 @@ func ccSinkOn(t *testing.T, addrs []string, topic string, sasl config.SASL, tlsC
 	cfg.Brokers, cfg.SASL, cfg.TLS = addrs, sasl, tlsCfg
 	j := &config.Job{Name: "review", Kafka: config.Kafka{Brokers: []string{"127.0.0.1:1"}, ClientID: "review"}}
 	j.Checkpoint.Config = checkpoint.DefaultConfig()
-	s, err := New(cfg, sink.Env{Job: j, Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)})
+	s, err := New(cfg, sink.Env{Job: j, Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel), Reached: reached})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,5 +119,36 @@ func TestSinkClusterUntrustedCertificateIsAConfigFault(t *testing.T) {
 	t.Logf("Recover after %v: %v", time.Since(start).Round(time.Millisecond), err)
 	if err == nil || !isConfigFault(err) || errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("untrusted certificate of the sink's cluster: Recover = %v; want an error classed sink.ErrInvalidConfig or kafkaclient.ErrMisconfigured at once (exit 2), not retries until the deadline", err)
+	}
+}
+
+// TestARefusalAfterTheSinkOnceReachedItsClusterIsRetried: once a sink of
+// the job reached its cluster (an earlier attempt's: sink.Env.Reached
+// outlives the sink), a refusal is an expired token or a rotated password,
+// retried while the job waits, not a config error (exit 2): the sink is
+// made anew at every attempt, so its own flag said "never reached" again.
+func TestARefusalAfterTheSinkOnceReachedItsClusterIsRetried(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.EnableSASL(),
+		kfake.Superuser("SCRAM-SHA-256", "connector", "the-right-one"), kfake.SeedTopics(1, "out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	var reached atomic.Bool
+	sasl := config.SASL{Mechanism: config.SASLScramSHA256, Username: "connector", Password: config.NewSecret("the-right-one")}
+	cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := ccSinkReached(t, c.ListenAddrs(), "out", sasl, config.TLS{}, &reached).Recover(cctx, nil); err != nil {
+		t.Fatalf("Recover with the right password: %v", err)
+	}
+	if !reached.Load() {
+		t.Fatal("a sink that recovered did not set sink.Env.Reached")
+	}
+	kafkatest.RefuseSASL(c) // the credentials now refused (a rotated password)
+	rctx, rcancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer rcancel()
+	err = ccSinkReached(t, c.ListenAddrs(), "out", sasl, config.TLS{}, &reached).Recover(rctx, nil)
+	if err == nil || isConfigFault(err) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("a refusal after the job's sink once reached its cluster: Recover = %v; want it retried until the deadline, not a config fault", err)
 	}
 }

@@ -6,9 +6,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -54,23 +54,33 @@ func (s *Sink) retry(ctx context.Context, what string, fn func() error) error {
 		err := fn()
 		if err == nil {
 			s.reached.Store(true)
-		} else if !s.reached.Load() {
-			if hint, misconfigured := kafkaclient.Explain(err, s.conn); misconfigured {
-				return fmt.Errorf("%w: %w: %s: %v", sink.ErrInvalidConfig, kafkaclient.ErrMisconfigured, s.keyed(hint), err) // not unreachable: not retried
-			}
+			return nil
 		}
-		return err
+		hint, misconfigured := kafkaclient.Explain(err, s.conn)
+		switch {
+		case !misconfigured:
+			return err
+		case !s.reached.Load():
+			return fmt.Errorf("%w: %w: %s: %v", sink.ErrInvalidConfig, kafkaclient.ErrMisconfigured, s.keyed(hint), err) // not unreachable: not retried
+		case errors.Is(err, errUnreachable):
+			return err
+		}
+		return fmt.Errorf("%w: %s: %w", errUnreachable, s.keyed(hint), err) // waited for: a token renewed, a password rotated back
 	})
 }
 
 // keyed is hint with its keys in the section of the sink's cluster: sink.
-// when the sink writes to a cluster of its own (sink.brokers).
+// when the sink writes to a cluster of its own (sink.brokers). Only the
+// keys change (kafka.sasl..., kafka.tls...), not a host or path that
+// holds "kafka.".
 func (s *Sink) keyed(hint string) string {
 	if len(s.cfg.Brokers) == 0 {
 		return hint
 	}
-	return strings.ReplaceAll(hint, "kafka.", "sink.")
+	return kafkaKeys.ReplaceAllString(hint, "sink.$1")
 }
+
+var kafkaKeys = regexp.MustCompile(`\bkafka\.(sasl|tls)\b`)
 
 func (s *Sink) recover(ctx context.Context, restored []sink.Committable) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)

@@ -29,9 +29,10 @@ type Sink struct {
 	cfg  Config
 	job  string
 	conn config.Kafka
-	// reached: a call to the cluster succeeded (retry): refusals are
+	// reached: a call to the cluster succeeded (retry), in this sink or
+	// in one of an earlier attempt (sink.Env.Reached): refusals are
 	// misconfigurations only before.
-	reached atomic.Bool
+	reached *atomic.Bool
 	slots   int // transactional ids per writer
 	log     zerolog.Logger
 
@@ -74,8 +75,13 @@ func New(cfg Config, env sink.Env) (*Sink, error) {
 		return nil, fmt.Errorf("%w: kafka sink: %w", sink.ErrInvalidConfig, err)
 	}
 	c := env.Job.Checkpoint
+	reached := env.Reached
+	if reached == nil {
+		reached = new(atomic.Bool)
+	}
 	return &Sink{
-		cfg: cfg, job: env.Job.Name, conn: conn, log: env.Log.With().Str("sink", "kafka").Str("topic", cfg.Topic).Logger(),
+		reached: reached,
+		cfg:     cfg, job: env.Job.Name, conn: conn, log: env.Log.With().Str("sink", "kafka").Str("topic", cfg.Topic).Logger(),
 		// The current transaction, the pre-committed ones awaiting their
 		// checkpoint (up to max_concurrent), and those of failed
 		// checkpoints carried to the next (up to tolerable_failures).
