@@ -1,8 +1,10 @@
 package transform
 
 import (
+	"bytes"
 	"strings"
 
+	"github.com/connector-dev/connector/internal/jsonesc"
 	"github.com/connector-dev/connector/record"
 )
 
@@ -95,5 +97,12 @@ func (f *FieldsReader) Read(r *record.Record) ([][]byte, error) {
 }
 
 // Unquote decodes a JSON string's raw text (with its quotes), as Read
-// returns it.
-func Unquote(raw []byte) string { return unquote(raw) }
+// returns it, for output that must be text: a \u escape of a lone
+// surrogate becomes U+FFFD, as encoding/json makes it (the transforms'
+// own comparisons keep it apart: unquote).
+func Unquote(raw []byte) string {
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return string(raw[1 : len(raw)-1])
+	}
+	return string(jsonesc.Append(nil, raw[1:len(raw)-1], false))
+}
