@@ -76,6 +76,25 @@ func (d *abortDriver) process(ch int, el Element[string]) {
 	d.step(Tick{Now: d.now})
 }
 
+// newAbortDriver is an abortDriver over a Coordinator of two sources and
+// two workers (interval 1s, no initial delay, max_concurrent 2, timeout
+// 1m, tolerable failures as given) and worker-0's two-channel Aligner in
+// mode.
+func newAbortDriver(t *testing.T, mode Mode, tolerable int) (*abortDriver, *Coordinator, *Aligner[string]) {
+	t.Helper()
+	s := DefaultSettings()
+	s.Interval, s.InitialDelay, s.MaxConcurrent, s.Timeout, s.TolerableFailures = time.Second, 0, 2, time.Minute, tolerable
+	c, err := NewCoordinator(s, []TaskID{"source-0", "source-1", "worker-0", "worker-1"}, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	al, err := NewAligner[string](AlignerSettings{Channels: 2, Mode: mode})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &abortDriver{t: t, c: c, al: al, alTask: "worker-0", now: t0}, c, al
+}
+
 // TestCoordinatorAbortOfANewerCheckpointSparesAnOlderAlignment: with
 // max_concurrent 2, checkpoint 2 is declined by worker-1 while worker-0 is
 // still aligning checkpoint 1 (barrier 1 arrived on channel 0, not yet on
@@ -84,20 +103,7 @@ func (d *abortDriver) process(ch int, el Element[string]) {
 // wrong with it: barrier 1 then arrived on channel 1 and was ignored, and
 // checkpoint 1, which every task could acknowledge, never completed.
 func TestCoordinatorAbortOfANewerCheckpointSparesAnOlderAlignment(t *testing.T) {
-	s := DefaultSettings()
-	s.Interval = time.Second
-	s.InitialDelay = 0
-	s.MaxConcurrent = 2
-	s.Timeout = time.Minute
-	c, err := NewCoordinator(s, []TaskID{"source-0", "source-1", "worker-0", "worker-1"}, nil, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	al, err := NewAligner[string](AlignerSettings{Channels: 2, Mode: ExactlyOnce})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := &abortDriver{t: t, c: c, al: al, alTask: "worker-0", now: t0}
+	d, c, _ := newAbortDriver(t, ExactlyOnce, DefaultSettings().TolerableFailures)
 	d.step(Tick{Now: t0}) // trigger 1
 	d.now = t0.Add(time.Second)
 	d.step(Tick{Now: d.now}) // trigger 2
@@ -127,17 +133,7 @@ func TestCoordinatorAbortOfANewerCheckpointSparesAnOlderAlignment(t *testing.T) 
 // next, was ignored as stale, and checkpoint 1 timed out.
 func TestCoordinatorAbortBeforeAnyOlderBarrierSparesTheOlder(t *testing.T) {
 	for _, mode := range []Mode{ExactlyOnce, AtLeastOnce} {
-		s := DefaultSettings()
-		s.Interval, s.InitialDelay, s.MaxConcurrent, s.Timeout = time.Second, 0, 2, time.Minute
-		c, err := NewCoordinator(s, []TaskID{"source-0", "source-1", "worker-0", "worker-1"}, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		al, err := NewAligner[string](AlignerSettings{Channels: 2, Mode: mode})
-		if err != nil {
-			t.Fatal(err)
-		}
-		d := &abortDriver{t: t, c: c, al: al, alTask: "worker-0", now: t0}
+		d, c, al := newAbortDriver(t, mode, DefaultSettings().TolerableFailures)
 		d.step(Tick{Now: t0}) // trigger 1
 		d.now = t0.Add(time.Second)
 		d.step(Tick{Now: d.now}) // trigger 2
@@ -180,21 +176,7 @@ func joinLines(l []string) string {
 // count is never reset, and the job is failed, although half of the
 // checkpoints could have completed (and reset the count).
 func TestCoordinatorAbortsOfNewerCheckpointsDoNotFailTheJob(t *testing.T) {
-	s := DefaultSettings()
-	s.Interval = time.Second
-	s.InitialDelay = 0
-	s.MaxConcurrent = 2
-	s.Timeout = time.Minute
-	s.TolerableFailures = 1
-	c, err := NewCoordinator(s, []TaskID{"source-0", "source-1", "worker-0", "worker-1"}, nil, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	al, err := NewAligner[string](AlignerSettings{Channels: 2, Mode: ExactlyOnce})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := &abortDriver{t: t, c: c, al: al, alTask: "worker-0", now: t0}
+	d, c, _ := newAbortDriver(t, ExactlyOnce, 1)
 	d.step(Tick{Now: t0})
 	for round := 0; round < 2; round++ {
 		odd, even := ID(2*round+1), ID(2*round+2)

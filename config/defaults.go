@@ -25,12 +25,7 @@ func fillDefaults(j *Job, src *origin) {
 	type ref struct{ key, from string }
 	var refs []ref
 	for _, f := range spec.Fields(j, "") {
-		if from, ok := strings.CutPrefix(f.Default, "@"); ok && !src.isSet(f.Key) && f.Value.IsZero() {
-			if abs, ok := strings.CutPrefix(from, "/"); ok {
-				from = abs
-			} else {
-				from = spec.Join(parentKey(f.Key), from)
-			}
+		if from, ok := f.RefKey(""); ok && !src.isSet(f.Key) && f.Value.IsZero() {
 			refs = append(refs, ref{f.Key, from})
 		}
 	}

@@ -10,25 +10,19 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/connector-dev/connector/internal/kafkaclient"
 )
 
 // defaultDeadLetterLimit is the largest dead letter when its topic's
 // max.message.bytes cannot be read (a topic to be created when first
 // written, or no permission to describe it): franz-go's default batch
 // limit, below the brokers' default message.max.bytes.
-const defaultDeadLetterLimit = 1_000_012
+const defaultDeadLetterLimit = kafkaclient.DefaultMaxBatchBytes
 
 // maxDeadLetterLimit caps a topic's max.message.bytes: a produce request
 // holding such a batch stays well under franz-go's 100 MiB write limit.
 const maxDeadLetterLimit = 64 << 20
-
-// The framing of a batch holding one record (the batch header and the
-// record's lengths, offsets and attributes), and of each header: a record's
-// size is counted as the sinks count it (sink/kafka).
-const (
-	deadLetterBatchOverhead  = 61 + 40
-	deadLetterHeaderOverhead = 10
-)
 
 // dialDeadLetter opens the dead-letter producer and reads the largest
 // record its topic takes; the producer's batches are capped at it.
@@ -78,13 +72,7 @@ func deadLetterLimit(ctx context.Context, cl *kgo.Client, topic string, log zero
 // failed the task at the next barrier, and the restart met the same record
 // again: the policy never took it.
 func fitDeadLetter(kr *kgo.Record, limit int) string {
-	size := func() int {
-		n := deadLetterBatchOverhead + len(kr.Key) + len(kr.Value)
-		for _, h := range kr.Headers {
-			n += deadLetterHeaderOverhead + len(h.Key) + len(h.Value)
-		}
-		return n
-	}
+	size := func() int { return kafkaclient.RecordBytes(kr) }
 	if size() <= limit {
 		return ""
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/connector-dev/connector/checkpoint"
 	"github.com/connector-dev/connector/config"
+	"github.com/connector-dev/connector/internal/kafkaclient"
 	"github.com/connector-dev/connector/record"
 	"github.com/connector-dev/connector/sink"
 	"github.com/connector-dev/connector/transform"
@@ -186,13 +187,7 @@ func TestFitDeadLetterCutsInOrder(t *testing.T) {
 		}
 		return deadLetter("dlq", r, errors.New(strings.Repeat("e", 300)))
 	}
-	size := func(kr *kgo.Record) int {
-		n := deadLetterBatchOverhead + len(kr.Key) + len(kr.Value)
-		for _, h := range kr.Headers {
-			n += deadLetterHeaderOverhead + len(h.Key) + len(h.Value)
-		}
-		return n
-	}
+	size := kafkaclient.RecordBytes
 	for _, c := range []struct {
 		key, value, own, limit int
 		cut                    string

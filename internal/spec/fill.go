@@ -19,6 +19,21 @@ type Field struct {
 	parent  reflect.Value // the struct holding it
 }
 
+// RefKey is the key whose value f's "@" default copies (see the package
+// documentation), in full under the same root as f.Key, whose own path is
+// prefix: "@key" a sibling of f, "@/key" a key from the root. ok is false
+// when f's default is no reference.
+func (f Field) RefKey(prefix string) (key string, ok bool) {
+	ref, ok := strings.CutPrefix(f.Default, "@")
+	if !ok {
+		return "", false
+	}
+	if abs, ok := strings.CutPrefix(ref, "/"); ok {
+		return Join(prefix, abs), true
+	}
+	return Join(f.Key[:max(0, strings.LastIndex(f.Key, "."))], ref), true
+}
+
 // Fields lists every key of the struct v points to (recursively, see the
 // package documentation), with paths under prefix.
 func Fields(v any, prefix string) []Field {

@@ -16,6 +16,7 @@ import (
 	"github.com/connector-dev/connector/checkpoint"
 	"github.com/connector-dev/connector/config"
 	"github.com/connector-dev/connector/internal/crashpoint"
+	"github.com/connector-dev/connector/internal/kafkaclient"
 	"github.com/connector-dev/connector/record"
 	"github.com/connector-dev/connector/sink"
 	"github.com/connector-dev/connector/transform"
@@ -23,16 +24,7 @@ import (
 
 // maxProduceBytes is franz-go's default ProducerBatchMaxBytes: a record
 // larger than a batch cannot be produced.
-const maxProduceBytes = 1_000_012
-
-// batchOverhead bounds the framing of a batch holding one record: the
-// batch header (61 bytes) and the record's lengths, offsets and header
-// count; headerOverhead that of each header (its key's and value's
-// lengths, varints of up to 5 bytes).
-const (
-	batchOverhead  = 61 + 40
-	headerOverhead = 10
-)
+const maxProduceBytes = kafkaclient.DefaultMaxBatchBytes
 
 // writer is one worker's producer: a transaction open from its first record
 // after a pre-commit to the next pre-commit, then held until its checkpoint
@@ -197,14 +189,6 @@ func (w *writer) record(ctx context.Context, r *record.Record) (*kgo.Record, err
 			kgo.RecordHeader{Key: "connector.source.partition", Value: []byte(strconv.Itoa(int(r.Partition)))},
 			kgo.RecordHeader{Key: "connector.source.offset", Value: []byte(strconv.FormatInt(r.Offset, 10))})
 	}
-	// Every header counts, the origin headers too: a record over the
-	// limit only with them passed here, the broker refused its batch, and
-	// the restart met it again, forever, where its bad-record policy
-	// should have taken it.
-	size := len(kr.Key) + len(kr.Value)
-	for _, h := range kr.Headers {
-		size += len(h.Key) + len(h.Value) + headerOverhead
-	}
 	info, err := w.s.topic(ctx, kr.Topic)
 	switch {
 	case err != nil:
@@ -215,10 +199,11 @@ func (w *writer) record(ctx context.Context, r *record.Record) (*kgo.Record, err
 		return nil, fmt.Errorf("%w: partitioning same_as_input: a record of partition %d, and topic %s has %d partitions (it needs as many as the input)",
 			sink.ErrInvalidConfig, kr.Partition, kr.Topic, info.partitions)
 	}
-	// A record must fit a batch of its own: the uncompressed size plus the
-	// batch's and the record's framing (the broker checks the compressed
-	// batch, so this is conservative).
-	size += batchOverhead
+	// A record must fit a batch of its own. Every header counts, the
+	// origin headers too: a record over the limit only with them passed
+	// here, the broker refused its batch, and the restart met it again,
+	// forever, where its bad-record policy should have taken it.
+	size := kafkaclient.RecordBytes(kr)
 	if m := min(info.maxBytes, maxProduceBytes); m > 0 && size > m {
 		return nil, fmt.Errorf("%w: %d bytes, more than the %d the topic %s takes (max.message.bytes, or the producer's batch limit)", sink.ErrBadRecord, size, m, kr.Topic)
 	}

@@ -94,14 +94,8 @@ func TestLagReachesZeroAfterTrailingTransactions(t *testing.T) {
 	rec, stop := runReader(t, s.readers[0])
 	defer stop()
 	waitFor(t, "the 8 committed records", func() bool { return rec.count() == 8 })
-	s.refreshLag(ctx)
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		if got := lagOf(s); slices.Equal(got, []string{"0:0"}) {
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
+	waitFor(t, "the lag after every committed record to be 0:0", func() bool {
 		s.refreshLag(ctx)
-	}
-	t.Fatalf("lag after reading every committed record = %v (%+v), want 0:0", lagOf(s), s.Lag())
+		return slices.Equal(lagOf(s), []string{"0:0"})
+	})
 }
