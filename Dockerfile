@@ -41,7 +41,9 @@ ENV HTTP_ADDR=0.0.0.0:8080
 # /data holds checkpoints, state and (for the file sink) output: mount a volume.
 VOLUME ["/data"]
 EXPOSE 8080
-# /healthz: 503 when the pipeline is wedged (http.stall_intervals).
-HEALTHCHECK --interval=30s --timeout=10s --start-period=60s --retries=3 CMD ["/connector", "healthcheck"]
+# /healthz: 503 when the pipeline is wedged (http.stall_intervals). The
+# health check asks the job's own http.addr, read from the same file as
+# CMD's: a job mounted elsewhere needs both changed (docker run --health-cmd).
+HEALTHCHECK --interval=30s --timeout=10s --start-period=60s --retries=3 CMD ["/connector", "healthcheck", "--config", "/etc/connector/config.yaml"]
 ENTRYPOINT ["/connector"]
 CMD ["run", "--config", "/etc/connector/config.yaml"]

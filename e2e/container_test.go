@@ -104,8 +104,8 @@ http: {addr: "${HTTP_ADDR}"}
 	if info.Config.User != "65532:65532" {
 		t.Errorf("the container's user is %q, want 65532:65532 (the Dockerfile's USER)", info.Config.User)
 	}
-	if hc := info.Config.Healthcheck; hc == nil || !slices.Equal(hc.Test, []string{"CMD", "/connector", "healthcheck"}) {
-		t.Errorf("the container's health check is %+v, want the image's CMD /connector healthcheck", hc)
+	if hc := info.Config.Healthcheck; hc == nil || !slices.Equal(hc.Test, []string{"CMD", "/connector", "healthcheck", "--config", "/etc/connector/config.yaml"}) {
+		t.Errorf("the container's health check is %+v, want the image's CMD /connector healthcheck --config /etc/connector/config.yaml", hc)
 	}
 	if v := info.Config.Labels["org.opencontainers.image.version"]; v != version {
 		t.Errorf("label org.opencontainers.image.version is %q, want %q", v, version)
