@@ -68,6 +68,10 @@ func (s AlignerSettings) Validate() error {
 //     CancelAndForward and releases held input; barrier n arriving later is
 //     then ignored. A marker for n on a channel follows that channel's
 //     barriers for the older ones, or their absence: they cannot align.
+//     In at-least-once mode, though, an older checkpoint whose barrier the
+//     marker's channel delivered may still align on the others: it (and
+//     what is newer) is kept, and n given up as by Abort
+//     (markerAtLeastOnce).
 //   - Abort(n) from the Coordinator says nothing of the older checkpoints
 //     (n may have failed elsewhere while they are healthy, their barriers
 //     still on their way here): it never raises the floor past them. n is
@@ -201,7 +205,12 @@ func (a *Aligner[R]) step(now time.Time, it item[R]) {
 	case BarrierElement:
 		a.barrier(now, it.ch, it.el.Barrier)
 	case CancelElement:
-		a.cancelUpTo(it.el.Cancel.ID, fmt.Errorf("checkpoint %d: %w by marker on channel %d", it.el.Cancel.ID, ErrCancelled, it.ch))
+		reason := fmt.Errorf("checkpoint %d: %w by marker on channel %d", it.el.Cancel.ID, ErrCancelled, it.ch)
+		if a.s.Mode == AtLeastOnce {
+			a.markerAtLeastOnce(it.ch, it.el.Cancel.ID, reason)
+		} else {
+			a.cancelUpTo(it.el.Cancel.ID, reason)
+		}
 	case abortElement:
 		a.abort(it.el.Cancel.ID, fmt.Errorf("checkpoint %d: %w by the coordinator", it.el.Cancel.ID, ErrCancelled))
 	case EndOfChannel:
@@ -308,6 +317,34 @@ func (a *Aligner[R]) abort(id ID, reason error) {
 		a.aborted = make(map[ID]error)
 	}
 	a.aborted[id] = reason
+}
+
+// markerAtLeastOnce handles a cancellation marker for id read on channel
+// ch in at-least-once mode. ch's barriers for the checkpoints older than id
+// came before the marker, or never will: those ch did not deliver cannot
+// align here. But ch is not blocked after a barrier in this mode, so an
+// older checkpoint ch did deliver may still align on the other channels:
+// the oldest such one, and everything newer, is kept, and id is given up as
+// the Coordinator's abort gives it up (noted, its barriers ignored). The
+// marker comes from the driver's abort of id (the Coordinator's decision),
+// so id needs no decline from here; checkpoints still end in increasing
+// order.
+func (a *Aligner[R]) markerAtLeastOnce(ch int, id ID, reason error) {
+	k := slices.IndexFunc(a.aligning, func(e *alignment) bool { return e.b.ID < id && e.seen[ch] })
+	if k < 0 {
+		a.cancelUpTo(id, reason)
+		return
+	}
+	kept := a.aligning[k]
+	for _, e := range a.aligning[:k] {
+		a.emit(Output[R]{Kind: CancelAndForward, Barrier: e.b,
+			Reason: fmt.Errorf("checkpoint %d: %w: channel %d delivered %d and the marker for %d without it", e.b.ID, ErrSubsumed, ch, kept.b.ID, id)})
+	}
+	a.aligning = slices.Delete(a.aligning, 0, k)
+	// Every checkpoint below kept that ch did not deliver is past it.
+	a.floor = max(a.floor, kept.b.ID-1)
+	maps.DeleteFunc(a.aborted, func(m ID, _ error) bool { return m <= a.floor })
+	a.abort(id, reason)
 }
 
 // cancelUpTo gives up checkpoint id and every older one still tracked, and
