@@ -270,6 +270,11 @@ func TestBadConfigsNameFileLineAndKey(t *testing.T) {
 			want: `config.yaml:7: pipeline.transforms[0].condition.all[1].value: op in takes a list (values), got string`,
 		},
 		{
+			name: "filter eq without a value (null must be written)",
+			yaml: with("pipeline:", "  transforms:", "    - type: filter", "      condition: {any: [{field: id, op: exists}, {field: status, op: ne}]}"),
+			want: `config.yaml:8: pipeline.transforms[0].condition.any[1].value: is required with op ne (write value: null to compare with JSON null)`,
+		},
+		{
 			name: "filter field with an empty path segment",
 			yaml: with("pipeline:", "  transforms:", "    - type: filter", "      condition: {field: customer..id, op: exists}"),
 			want: `config.yaml:8: pipeline.transforms[0].condition.field: "customer..id" has an empty path segment`,

@@ -84,6 +84,9 @@ func (d *decoder) value(n *yaml.Node, path string, v reflect.Value, section stri
 		return
 	}
 	if isNull(n) {
+		if t.Kind() == reflect.Interface && t.NumMethod() == 0 {
+			v.Set(reflect.ValueOf(spec.Null)) // given as null: not absent
+		}
 		return
 	}
 	switch {
@@ -103,6 +106,8 @@ func (d *decoder) value(n *yaml.Node, path string, v reflect.Value, section stri
 		if x, ok := d.any(n, path); ok && x != nil {
 			v.Set(reflect.ValueOf(x))
 			d.markSet(path, true)
+		} else if ok && t.NumMethod() == 0 {
+			v.Set(reflect.ValueOf(spec.Null)) // ${VAR} that expanded to null
 		}
 		return
 	}

@@ -20,6 +20,9 @@ func fillDefaults(j *Job, src *origin) {
 		j.Pipeline.Transforms[i].resolve(SectionTransform)
 	}
 	spec.NormalizeAll(j)
+	if d, ok := j.Sink.Config.(JobDefaulter); ok {
+		d.DefaultJob(j, src.isSet)
+	}
 	// The keys a reference will fill, and the keys they copy, in the order
 	// Fill copies them (so a chain of references is followed).
 	type ref struct{ key, from string }

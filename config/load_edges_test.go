@@ -11,9 +11,12 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/rs/zerolog"
 
+	"github.com/connector-dev/connector/checkpoint"
 	"github.com/connector-dev/connector/config"
+	"github.com/connector-dev/connector/internal/spec"
 	"github.com/connector-dev/connector/record"
 	"github.com/connector-dev/connector/sink/file"
+	"github.com/connector-dev/connector/transform"
 )
 
 // A second YAML document ("---") in a job file is refused, at the line
@@ -182,8 +185,60 @@ func TestExactlyOnceWithStdoutSinkIsRefused(t *testing.T) {
 		}
 	}
 	for _, ok := range []string{"checkpoint: {mode: at_least_once}", "checkpoint: {interval: 2s}"} {
-		if _, err := config.Parse("config.yaml", with(ok), env(nil)); err != nil {
+		j, err := config.Parse("config.yaml", with(ok), env(nil))
+		if err != nil {
 			t.Errorf("%s with sink.type: stdout: %v, want it accepted", ok, err)
+			continue
+		}
+		// The mode left out is the one the sink keeps, so the job's dump
+		// (validate --print) loads again.
+		if j.Checkpoint.Mode != checkpoint.AtLeastOnce {
+			t.Errorf("%s with sink.type: stdout: mode %v, want at_least_once", ok, j.Checkpoint.Mode)
+		}
+		out, err := j.Dump()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := config.Parse("dump.yaml", out, env(nil)); err != nil {
+			t.Errorf("%s with sink.type: stdout: its dump does not load again: %v", ok, err)
+		}
+	}
+}
+
+// A filter's `value: null` (in any of YAML's spellings, or through a
+// ${VAR}) is a null to compare with, kept by a dump; only a value left out
+// is refused (bad_test.go).
+func TestFilterValueGivenAsNullIsNotAbsent(t *testing.T) {
+	vars := map[string]string{"NOTE_VALUE": "null"}
+	for _, v := range []string{"null", "~", "", "${NOTE_VALUE}"} {
+		j := mustParse(t, with("pipeline:", "  transforms:", "    - type: filter",
+			"      condition:", "        field: note", "        op: eq", "        value: "+v), vars)
+		cfg := j.Pipeline.Transforms[0].Config.(*transform.FilterConfig)
+		if cfg.Condition.Value != spec.Null {
+			t.Errorf("value: %q decoded as %#v, want spec.Null", v, cfg.Condition.Value)
+		}
+		f, err := transform.NewFilter(cfg.Condition)
+		if err != nil {
+			t.Fatalf("value: %q: %v", v, err)
+		}
+		for rec, want := range map[string]bool{`{"note":null}`: true, `{"note":"x"}`: false} {
+			if got, err := f.Apply(&record.Record{Value: []byte(rec)}); err != nil || got != want {
+				t.Errorf("value: %q on %s: kept %v (%v), want %v", v, rec, got, err, want)
+			}
+		}
+		out, err := j.Dump()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := "value: null"
+		if strings.HasPrefix(v, "$") {
+			want = "value: " + v // as the file wrote it
+		}
+		if !strings.Contains(string(out), want) {
+			t.Errorf("value: %q: the dump lacks %q:\n%s", v, want, out)
+		}
+		if _, err := config.Parse("dump.yaml", out, env(vars)); err != nil {
+			t.Errorf("value: %q: the dump does not load again: %v", v, err)
 		}
 	}
 }

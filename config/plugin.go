@@ -29,6 +29,15 @@ type JobValidator interface {
 	ValidateJob(j *Job, p *Problems)
 }
 
+// JobDefaulter is implemented by a kind's config that gives a key outside
+// its section a default of its own: a sink that is at-least-once whatever
+// the job says defaults checkpoint.mode to at_least_once. given reports
+// whether the file gave a key; DefaultJob sets only keys it did not give,
+// before the tags' defaults are filled.
+type JobDefaulter interface {
+	DefaultJob(j *Job, given func(key string) bool)
+}
+
 // MarshalYAML writes the plugin as a file holds it: its type and its
 // settings side by side.
 func (p Plugin) MarshalYAML() (any, error) {

@@ -55,10 +55,32 @@ type FilterConfig struct {
 	Condition Condition `yaml:"condition" doc:"{field, op, value}, {all: [...]} or {any: [...]}"`
 }
 
-// Validate reports the first problem of the condition.
+// Validate reports the first problem of the condition. A file must give
+// eq and ne their value, null included (value: null): YAML cannot tell a
+// forgotten value from a null one, and comparing with null would drop
+// nearly every record without a word.
 func (c *FilterConfig) Validate(p *spec.Problems) {
 	_, err := compileCond(c.Condition, KindFilter+".condition")
+	if err == nil {
+		err = valueOmitted(c.Condition, KindFilter+".condition")
+	}
 	report(p, KindFilter, err)
+}
+
+// valueOmitted finds an eq or ne leaf without a value: nil, where a value
+// given as null is spec.Null.
+func valueOmitted(cfg Condition, key string) error {
+	for name, subs := range map[string][]Condition{"all": cfg.All, "any": cfg.Any} {
+		for i, sub := range subs {
+			if err := valueOmitted(sub, key+"."+name+"["+strconv.Itoa(i)+"]"); err != nil {
+				return err
+			}
+		}
+	}
+	if (cfg.Op == OpEq || cfg.Op == OpNe) && cfg.Value == nil {
+		return configError(key+".value", "is required with op %s (write value: null to compare with JSON null)", cfg.Op)
+	}
+	return nil
 }
 
 // Condition keeps the records whose value satisfies it and drops the
@@ -67,12 +89,14 @@ func (c *FilterConfig) Validate(p *spec.Problems) {
 //
 // Field is a dotted path into nested objects ("customer.id"); a field whose
 // name contains a dot cannot be addressed. Value is a string, a number (any
-// Go integer or float type, or json.Number), a bool, or nil for JSON null.
+// Go integer or float type, or json.Number), a bool, or nil or spec.Null
+// for JSON null (a file's `value: null` is spec.Null; a file must give one,
+// see FilterConfig.Validate).
 // For OpIn the candidates are Values, or Value if it is a []any.
 type Condition struct {
 	Field  string      `yaml:"field,omitempty" doc:"dotted path of a field (customer.id)"`
 	Op     Op          `yaml:"op,omitempty" doc:"eq ne gt gte lt lte exists not_exists in"`
-	Value  any         `yaml:"value,omitempty" doc:"a scalar; a list for op in"`
+	Value  any         `yaml:"value,omitempty" doc:"a scalar, required with eq and ne (value: null compares with JSON null); a list for op in"`
 	Values []any       `yaml:"-"`
 	All    []Condition `yaml:"all,omitempty" doc:"every sub-condition holds"`
 	Any    []Condition `yaml:"any,omitempty" doc:"at least one sub-condition holds"`
@@ -147,6 +171,9 @@ func compileCond(cfg Condition, key string) (cond, error) {
 			return cond{all: out}, nil
 		}
 		return cond{any: out}, nil
+	}
+	if cfg.Value == spec.Null {
+		cfg.Value = nil
 	}
 	c := cond{op: cfg.Op}
 	if cfg.Field == "" {

@@ -18,7 +18,7 @@ const stdoutBufferSize = 64 << 10
 func init() {
 	sink.Register(sink.Kind{
 		Name:    "stdout",
-		Summary: "prints each record value to standard output; AT-LEAST-ONCE (a restart prints again)",
+		Summary: "prints each record value to standard output; AT-LEAST-ONCE (a restart prints again; checkpoint.mode defaults to at_least_once)",
 		Config:  func() any { return new(Config) },
 		New: func(cfg any, env sink.Env) (sink.Sink, error) {
 			return New(env.Stdout, *cfg.(*Config)), nil
@@ -44,10 +44,18 @@ func (c *Config) Validate(p *spec.Problems) {
 	spec.OneOf(p, "format", "format", c.Format, FormatJSONL, FormatRaw)
 }
 
+// DefaultJob makes at_least_once the job's checkpoint.mode when the file
+// does not write one: what the kind can keep. A dump of the job then loads
+// again (ValidateJob refuses a written exactly_once).
+func (c *Config) DefaultJob(j *config.Job, given func(string) bool) {
+	if !given("checkpoint.mode") {
+		j.Checkpoint.Mode = checkpoint.AtLeastOnce
+	}
+}
+
 // ValidateJob refuses checkpoint.mode: exactly_once written in the file:
 // printed output cannot be taken back, so the job could not keep that
-// promise. (The default mode, not written, is left as it is: barriers
-// still align, the output is at-least-once, as the kind says.)
+// promise.
 func (c *Config) ValidateJob(j *config.Job, p *spec.Problems) {
 	if j.Given("checkpoint.mode") && j.Checkpoint.Mode == checkpoint.ExactlyOnce {
 		p.Add("checkpoint.mode", "exactly_once cannot hold with sink.type stdout, which is at-least-once (a restart prints again): write at_least_once, or use an exactly-once sink (file, s3, kafka, postgres)")
