@@ -25,8 +25,9 @@ func TestContainerFilesAsShipped(t *testing.T) {
 		"chown 65532:65532 /data", // /data owned by the runtime user under any builder
 		"COPY --from=build --chown=65532:65532 /data /data",
 		"USER 65532:65532",
-		"ENV HTTP_ADDR=0.0.0.0:8080",        // reachable from outside the container
-		`CMD ["/connector", "healthcheck"]`, // HEALTHCHECK without a shell
+		"ENV HTTP_ADDR=0.0.0.0:8080",                                                  // reachable from outside the container
+		`CMD ["/connector", "healthcheck", "--config", "/etc/connector/config.yaml"]`, // HEALTHCHECK without a shell, asking the job's http.addr
+		`CMD ["run", "--config", "/etc/connector/config.yaml"]`,                       // the same file
 		"org.opencontainers.image.version=\"${VERSION}\"",
 		"-X main.version=${VERSION}",
 	} {
