@@ -34,22 +34,27 @@ const checkpointsUsage = `usage: connector checkpoints list --config FILE [--slo
 list  prints every checkpoint on disk, oldest first, with its status
 show  prints checkpoint ID (default: the newest restorable one) as JSON
 
+With checkpoint.storage set, the storage's checkpoints newer than the local
+directory's are brought into it first, as the job's start does: both show
+what the job would restore. When the storage cannot be read they say so
+(a warning on stderr) and show the local directory only.
+
 The checkpoint store is locked while the job runs; ask the running job's
 HTTP API (GET /api/checkpoints) instead. In group mode (instances.mode:
 group) each slot has its own checkpoints: name the slot with --slot.
 `
 
 // runCheckpoints: connector checkpoints list|show ...
-func runCheckpoints(_ context.Context, args []string, stdout, stderr io.Writer) int {
+func runCheckpoints(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, checkpointsUsage)
 		return exitUsage
 	}
 	switch args[0] {
 	case "list":
-		return runCheckpointsList(args[1:], stdout, stderr)
+		return runCheckpointsList(ctx, args[1:], stdout, stderr)
 	case "show":
-		return runCheckpointsShow(args[1:], stdout, stderr)
+		return runCheckpointsShow(ctx, args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, checkpointsUsage)
 		return exitOK
@@ -60,7 +65,7 @@ func runCheckpoints(_ context.Context, args []string, stdout, stderr io.Writer) 
 }
 
 // runCheckpointsList: connector checkpoints list --config FILE [--json]
-func runCheckpointsList(args []string, stdout, stderr io.Writer) int {
+func runCheckpointsList(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("checkpoints list", "--config FILE [--slot K] [--json]", stdout, stderr)
 	path := configFlag(fs)
 	slot := slotFlag(fs)
@@ -68,7 +73,7 @@ func runCheckpointsList(args []string, stdout, stderr io.Writer) int {
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
-	st, code, ok := openStore(*path, *slot, "list", stderr)
+	st, code, ok := openStore(ctx, *path, *slot, "list", stderr)
 	if !ok {
 		return code
 	}
@@ -89,7 +94,7 @@ func runCheckpointsList(args []string, stdout, stderr io.Writer) int {
 }
 
 // runCheckpointsShow: connector checkpoints show --config FILE [ID]
-func runCheckpointsShow(args []string, stdout, stderr io.Writer) int {
+func runCheckpointsShow(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("checkpoints show", "--config FILE [--slot K] [ID]", stdout, stderr)
 	path := configFlag(fs)
 	slot := slotFlag(fs)
@@ -107,7 +112,7 @@ func runCheckpointsShow(args []string, stdout, stderr io.Writer) int {
 		}
 		id = checkpoint.ID(n)
 	}
-	st, code, ok := openStore(*path, *slot, "show", stderr)
+	st, code, ok := openStore(ctx, *path, *slot, "show", stderr)
 	if !ok {
 		return code
 	}
@@ -154,10 +159,11 @@ func parseOneArg(fs *flag.FlagSet, args []string) (arg string, code int, ok bool
 }
 
 // openStore opens the checkpoint store of the job configured at path. It
-// returns a nil store, and ok, when the checkpoint dir does not exist: Open
-// would create it, and a read-only command should leave no trace.
-func openStore(path string, slot int, sub string, stderr io.Writer) (st *lockedStore, code int, ok bool) {
-	return openStoreFor(path, slot, "connector checkpoints "+sub, "Stop it first, or ask the running job: GET http://%s/api/checkpoints", stderr)
+// returns a nil store, and ok, when the checkpoint dir does not exist (and
+// checkpoint storage, if set, holds nothing): Open would create it, and a
+// read-only command should leave no trace.
+func openStore(ctx context.Context, path string, slot int, sub string, stderr io.Writer) (st *lockedStore, code int, ok bool) {
+	return openStoreFor(ctx, path, slot, "connector checkpoints "+sub, "Stop it first, or ask the running job: GET http://%s/api/checkpoints", false, stderr)
 }
 
 // lockedStore is a checkpoint store a command opened and, in group mode,
@@ -168,6 +174,9 @@ func openStore(path string, slot int, sub string, stderr io.Writer) (st *lockedS
 type lockedStore struct {
 	*store.Store
 	slot io.Closer // the slot's lock (group mode), the mode lock shared (single mode)
+	// localOnly: checkpoint.storage is set but could not be read; the
+	// store shows the local directories only (a warning said so).
+	localOnly bool
 }
 
 // Close closes the store, then releases the slot.
@@ -181,7 +190,17 @@ func (s *lockedStore) Close() error {
 
 // openStoreFor is openStore for command cmd, whose hint (given the job's
 // HTTP address) says what to do while the job runs; slot is --slot.
-func openStoreFor(path string, slot int, cmd, hint string, stderr io.Writer) (st *lockedStore, code int, ok bool) {
+//
+// With checkpoint.storage set, it attaches the storage as the job's start
+// does (store.AttachRemote), under the command's locks: the storage's
+// checkpoints newer than the local directory's come down into it (what the
+// job's next start would download), so that the store shows the checkpoint
+// the job would restore. Nothing is written to or deleted from the storage
+// (readOnlyRemote). A config error (bucket, credentials) exits 2 naming the
+// key; a storage that cannot be read fails the command if strict (txns
+// abort, commit: they must not judge against an older checkpoint), and
+// otherwise is warned about, the store showing the local directory only.
+func openStoreFor(ctx context.Context, path string, slot int, cmd, hint string, strict bool, stderr io.Writer) (st *lockedStore, code int, ok bool) {
 	whole, ok := loadJob(path, stderr)
 	if !ok {
 		return nil, exitUsage, false
@@ -191,11 +210,15 @@ func openStoreFor(path string, slot int, cmd, hint string, stderr io.Writer) (st
 		return nil, exitUsage, false
 	}
 	dir := job.Checkpoint.Dir
-	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+	remote, code, ok := openStorage(ctx, job, cmd, strict, stderr)
+	if !ok {
+		return nil, code, false
+	}
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) && (remote == nil || remote.empty(ctx)) {
 		fmt.Fprintf(stderr, "%s: no checkpoints: %s does not exist\n", cmd, dir)
 		return nil, exitOK, true
 	}
-	st = &lockedStore{}
+	st = &lockedStore{localOnly: job.Checkpoint.Storage != "" && remote == nil}
 	if !whole.Instances.Group() {
 		// A single-mode process holds its store's lock only while an
 		// attempt runs; between attempts (a restart's backoff) the store
@@ -238,6 +261,15 @@ func openStoreFor(path string, slot int, cmd, hint string, stderr io.Writer) (st
 			fmt.Fprintf(stderr, "%s: %v\n", cmd, err)
 		}
 		return nil, exitFailure, false
+	}
+	if remote != nil {
+		if err := st.AttachRemote(ctx, remote); err != nil {
+			if code, ok := storageFailed(cmd, remote.String(), strict, err, stderr); !ok {
+				_ = st.Close()
+				return nil, code, false
+			}
+			st.localOnly = true // AttachRemote left the store as it was
+		}
 	}
 	return st, exitOK, true
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -361,7 +362,7 @@ func TestCheckpointsOfAGroupModeJobAreASlots(t *testing.T) {
 		t.Errorf("list --slot 2 while a member runs it: exit %d, stderr %q", code, errOut)
 	}
 	_ = member.Close()
-	st, _, ok := openStoreFor(config, 2, "connector checkpoints list", "", io.Discard)
+	st, _, ok := openStoreFor(context.Background(), config, 2, "connector checkpoints list", "", false, io.Discard)
 	if !ok || st == nil {
 		t.Fatal("openStoreFor --slot 2 failed")
 	}

@@ -42,6 +42,12 @@ commit  make the output a completed checkpoint needs from TXN_ID's open
 
 A restart of the job does both by itself: it commits what the restored
 checkpoint needs and aborts every other open transaction of the job.
+
+With checkpoint.storage set, the storage's checkpoints newer than the local
+directory's are brought into it first, as the job's start does, so that
+the checkpoint judged against is the one the job would restore. abort and
+commit refuse when the storage cannot be read; list warns and shows what
+the local directory says.
 `
 
 // runTxns: connector txns list|abort|commit ...
@@ -86,7 +92,9 @@ func runTxns(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	// The store's lock keeps the job from starting while this runs.
-	st, code, ok := openStoreFor(*path, *slot, "connector txns "+sub, "Stop it first (%s serves its metrics meanwhile).", stderr)
+	// abort and commit must judge against the checkpoint the job would
+	// restore: strict about checkpoint.storage.
+	st, code, ok := openStoreFor(ctx, *path, *slot, "connector txns "+sub, "Stop it first (%s serves its metrics meanwhile).", sub != "list", stderr)
 	if !ok {
 		return code
 	}
@@ -134,6 +142,9 @@ func runTxns(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 				txns = []kafka.TxnState{}
 			}
 			return printJSON(stdout, stderr, "list", txns)
+		}
+		if st != nil && st.localOnly {
+			checkpointID += " (local directory only: checkpoint storage cannot be read)"
 		}
 		fmt.Fprintf(stdout, "job %s, restorable checkpoint %s\n", job.Name, checkpointID)
 		printTxns(stdout, txns)
