@@ -11,6 +11,8 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/connector-dev/connector/checkpoint"
+	"github.com/connector-dev/connector/checkpoint/store"
 	"github.com/connector-dev/connector/config"
 	"github.com/connector-dev/connector/pipeline"
 	"github.com/connector-dev/connector/sink"
@@ -109,9 +111,12 @@ func runTxns(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	checkpointID := "none"
 	if st != nil {
 		defer st.Close()
-		md, _, err := st.LoadLatest()
+		md, skipped, err := st.LoadLatest()
 		if err != nil {
 			fmt.Fprintf(stderr, "connector txns %s: %v\n", sub, err)
+			return exitFailure
+		}
+		if len(skipped) > 0 && !unrestorableAnswered(job, sub, md, skipped, stderr) {
 			return exitFailure
 		}
 		if md != nil {
@@ -201,4 +206,31 @@ func printTxns(w io.Writer, txns []kafka.TxnState) {
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\n", t.ID, state, t.ProducerID, t.Epoch, age, t.Timeout, chk, orDash(strings.Join(t.Partitions, ",")))
 	}
 	tw.Flush()
+}
+
+// unrestorableAnswered says what newer checkpoints that cannot be read
+// (damaged, a state file missing) mean for txns sub, and whether it may go
+// on. Which transactions such a checkpoint needs cannot be told: abort
+// could abort its output. Under checkpoint.on_unrestorable: fail the job
+// refuses to start, and so does abort; under fall_back the job restores md
+// and aborts what md does not need, which abort may then do too. list and
+// commit (which commits only what md needs, and an older checkpoint's
+// output is committed before a newer one completes) go on, warned.
+func unrestorableAnswered(job *config.Job, sub string, md *checkpoint.Metadata, skipped []store.Skipped, stderr io.Writer) bool {
+	var names []string
+	for _, sk := range skipped {
+		names = append(names, fmt.Sprintf("checkpoint %d (%v)", sk.ID, sk.Err))
+	}
+	judged := "no checkpoint"
+	if md != nil {
+		judged = fmt.Sprintf("checkpoint %d", md.ID)
+	}
+	if sub == "abort" && job.Checkpoint.OnUnrestorable != checkpoint.UnrestorableFallBack {
+		fmt.Fprintf(stderr, "connector txns abort: refused: newer checkpoints cannot be restored: %s; which transactions they need cannot be told, and the job refuses to start (checkpoint.on_unrestorable: %s). Repair them (`connector checkpoints list`), or set checkpoint.on_unrestorable: fall_back: the job's start then restores %s and aborts what it does not need\n",
+			strings.Join(names, "; "), job.Checkpoint.OnUnrestorable, judged)
+		return false
+	}
+	fmt.Fprintf(stderr, "connector txns %s: WARNING: newer checkpoints cannot be restored: %s; judging against %s, which the job restores only with checkpoint.on_unrestorable: fall_back\n",
+		sub, strings.Join(names, "; "), judged)
+	return true
 }

@@ -2,10 +2,16 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/rs/zerolog"
+
+	"github.com/connector-dev/connector/checkpoint"
+	"github.com/connector-dev/connector/checkpoint/store"
 	"github.com/connector-dev/connector/internal/kafkatest"
 )
 
@@ -82,5 +88,68 @@ sink: {type: kafka, topic: %q}
 		if code != exitFailure || !strings.Contains(errOut, "checkpoint.dir "+missing+" does not exist here") {
 			t.Errorf("txns %s without the checkpoint dir: exit %d, stderr %q; want 1 and the dir named", sub, code, errOut)
 		}
+	}
+}
+
+// A newer checkpoint that cannot be restored (here its state file is
+// gone) may need an open transaction that the older, restorable one does
+// not name: txns abort judged against the older one alone and could abort
+// that output. Under checkpoint.on_unrestorable: fail (the job refuses to
+// start) abort is refused, naming the checkpoint; under fall_back (the
+// job's start restores the older one and aborts the rest) it goes on,
+// warned, as do list and commit.
+func TestTxnsSayWhatANewerUnrestorableCheckpointMeans(t *testing.T) {
+	b := kafkatest.Fake(t)
+	out := kafkatest.Topic(t, b, 1)
+	root := t.TempDir()
+	ckptDir, stateDir := filepath.Join(root, "checkpoints"), filepath.Join(root, "state")
+	st, err := store.Open(vfs.Default, ckptDir, stateDir, 3, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []checkpoint.ID{1, 2} {
+		md := chk(id, "orders")
+		file := fmt.Sprintf("worker-0/%06d.sst", id)
+		if err := os.MkdirAll(filepath.Join(stateDir, "worker-0"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(stateDir, file), make([]byte, 10), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		snap := md.Tasks["worker-0"]
+		snap.Files = []string{file}
+		md.Tasks["worker-0"] = snap
+		if err := st.Save(md); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(stateDir, "worker-0/000002.sst")); err != nil {
+		t.Fatal(err)
+	}
+	job := func(mode string) string {
+		return writeFile(t, "kafka.yaml", fmt.Sprintf(`name: orders
+kafka: {brokers: [%q]}
+source: {topics: [orders]}
+checkpoint: {dir: %q, on_unrestorable: %s}
+state: {dir: %q}
+sink: {type: kafka, topic: %q}
+`, b.Addrs[0], ckptDir, mode, stateDir, out))
+	}
+	code, _, errOut := call(t, "txns", "abort", "--config", job("fail"), "orders-w0-t0")
+	if code != exitFailure || !strings.Contains(errOut, "refused: newer checkpoints cannot be restored: checkpoint 2") {
+		t.Errorf("on_unrestorable fail: txns abort: exit %d, stderr %q; want 1, checkpoint 2 named", code, errOut)
+	}
+	warned := func(errOut string) bool {
+		return strings.Contains(errOut, "WARNING: newer checkpoints cannot be restored: checkpoint 2") && strings.Contains(errOut, "judging against checkpoint 1")
+	}
+	if code, _, errOut := call(t, "txns", "list", "--config", job("fail")); code != 0 || !warned(errOut) {
+		t.Errorf("txns list: exit %d, stderr %q; want 0 and a warning naming checkpoints 2 and 1", code, errOut)
+	}
+	// Past the check, abort asks the cluster, which knows no such id.
+	if code, _, errOut := call(t, "txns", "abort", "--config", job("fall_back"), "orders-w0-t0"); code != exitFailure || !warned(errOut) || !strings.Contains(errOut, "know no transactional id orders-w0-t0") {
+		t.Errorf("on_unrestorable fall_back: txns abort: exit %d, stderr %q; want a warning naming checkpoints 2 and 1, then the cluster's answer", code, errOut)
 	}
 }
