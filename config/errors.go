@@ -78,15 +78,9 @@ func newCollector(src *origin) *collector {
 	return &collector{src: src, keys: map[string]bool{}, parents: map[string]bool{}}
 }
 
-// add records a problem with key at the key's line, or its closest present
-// parent's line, or, for a file without either (a required key left out),
-// line 1: every problem with a file names a line.
+// add records a problem with key at the key's line (origin.problemLine).
 func (c *collector) add(key, format string, args ...any) {
-	line := c.src.line(key)
-	if line == 0 && c.src != nil {
-		line = 1
-	}
-	c.addAt(line, key, format, args...)
+	c.addAt(c.src.problemLine(key), key, format, args...)
 }
 
 func (c *collector) addAt(line int, key, format string, args ...any) {

@@ -121,6 +121,13 @@ func (j *Job) Validate() error {
 // File returns the file the Job was loaded from, or "".
 func (j *Job) File() string { return j.src.file() }
 
+// Line returns the line of key (a dotted path, "sink.bucket") in the file
+// the Job was loaded from, or of its closest parent present there, else 1
+// (as an Error names it); 0 for a Job built in code. It places a problem
+// found after Load, when the job starts (a bucket that does not exist:
+// cfgkey names the key), where validation would have.
+func (j *Job) Line(key string) int { return j.src.problemLine(key) }
+
 // Given reports whether the file gave key (a dotted path, "log.level") a
 // value, as opposed to leaving it to its default; false for a Job built in
 // code.

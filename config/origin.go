@@ -58,6 +58,18 @@ func (o *origin) line(key string) int {
 	return 0
 }
 
+// problemLine returns the line at which to report a problem with key: its
+// line, or its closest present parent's, or, for a file without either (a
+// required key left out), 1: every problem with a file names a line. 0
+// for a Job built in code.
+func (o *origin) problemLine(key string) int {
+	line := o.line(key)
+	if line == 0 && o != nil {
+		line = 1
+	}
+	return line
+}
+
 // seen reports whether key is in the file, even with an empty value.
 func (o *origin) seen(key string) bool {
 	if o == nil {

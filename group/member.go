@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/connector-dev/connector/config"
+	"github.com/connector-dev/connector/internal/cfgkey"
 	"github.com/connector-dev/connector/internal/kafkaclient"
 	"github.com/connector-dev/connector/pipeline"
 )
@@ -292,14 +293,18 @@ func (m *Member) OnGroupManageError(err error) {
 	m.mu.Lock()
 	joined := m.joined
 	m.mu.Unlock()
-	if hint, misconfigured := kafkaclient.Explain(err, m.cfg.Kafka); misconfigured && !joined {
-		m.failWith(fmt.Errorf("%w: %s (%v)", kafkaclient.ErrMisconfigured, hint, err))
+	if key, hint, misconfigured := kafkaclient.Explain(err, m.cfg.Kafka); misconfigured && !joined {
+		m.failWith(cfgkey.Wrap(key, fmt.Errorf("%w: %s (%v)", kafkaclient.ErrMisconfigured, hint, err)))
 		return
 	}
 	for _, fatal := range []error{kerr.GroupAuthorizationFailed, kerr.InvalidSessionTimeout, kerr.TopicAuthorizationFailed, kerr.GroupMaxSizeReached} {
 		if errors.Is(err, fatal) {
-			m.failWith(fmt.Errorf("%w: the group %s refused this member: %w (instances.session_timeout %v must lie within the broker's group.min/max.session.timeout.ms; the principal needs READ on the group and DESCRIBE on the topic %s)",
-				kafkaclient.ErrMisconfigured, m.topic, err, m.cfg.Instances.SessionTimeout, m.topic))
+			key := "" // a refused principal, a full group: no key of the file
+			if errors.Is(err, kerr.InvalidSessionTimeout) {
+				key = "instances.session_timeout"
+			}
+			m.failWith(cfgkey.Wrap(key, fmt.Errorf("%w: the group %s refused this member: %w (instances.session_timeout %v must lie within the broker's group.min/max.session.timeout.ms; the principal needs READ on the group and DESCRIBE on the topic %s)",
+				kafkaclient.ErrMisconfigured, m.topic, err, m.cfg.Instances.SessionTimeout, m.topic)))
 			return
 		}
 	}

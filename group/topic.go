@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/connector-dev/connector/internal/cfgkey"
 	"github.com/connector-dev/connector/internal/kafkaclient"
 )
 
@@ -41,8 +42,8 @@ func (m *Member) ensureTopic(ctx context.Context) error {
 		}
 		// Refused credentials or TLS are the config's, as in single mode
 		// (the source explains them): exit 2 naming the key, not retry.
-		if hint, misconfigured := kafkaclient.Explain(err, m.cfg.Kafka); misconfigured {
-			return fmt.Errorf("%w: %s (%v)", kafkaclient.ErrMisconfigured, hint, err)
+		if key, hint, misconfigured := kafkaclient.Explain(err, m.cfg.Kafka); misconfigured {
+			return cfgkey.Wrap(key, fmt.Errorf("%w: %s (%v)", kafkaclient.ErrMisconfigured, hint, err))
 		}
 		m.log.Warn().Err(err).Dur("backoff", backoff).Msg("cannot set up the job's slot topic yet (brokers unreachable or busy); retrying")
 		select {
@@ -89,8 +90,8 @@ func (m *Member) ensureTopicOnce(ctx context.Context, adm *kadm.Client) error {
 		return fmt.Errorf("describe the slot topic %s: %w", m.topic, err)
 	}
 	if got := int32(len(d.Partitions)); got != want {
-		return fmt.Errorf("%w: %w: instances.slots is %d, but the job's slot topic %s has %d partitions: each slot's checkpoints hold its partitions, so the count cannot change (set it back to %d)",
-			kafkaclient.ErrMisconfigured, ErrSlotsChanged, want, m.topic, got, got)
+		return cfgkey.Wrap("instances.slots", fmt.Errorf("%w: %w: instances.slots is %d, but the job's slot topic %s has %d partitions: each slot's checkpoints hold its partitions, so the count cannot change (set it back to %d)",
+			kafkaclient.ErrMisconfigured, ErrSlotsChanged, want, m.topic, got, got))
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/connector-dev/connector/checkpoint/s3storage"
 	"github.com/connector-dev/connector/checkpoint/store"
 	"github.com/connector-dev/connector/config"
+	"github.com/connector-dev/connector/internal/cfgkey"
 	"github.com/connector-dev/connector/sink"
 )
 
@@ -24,7 +25,7 @@ func (a *attempt) attachStorage(ctx context.Context, stop <-chan struct{}, st *s
 	}
 	bucket, prefix, err := config.ParseStorage(cfg.Checkpoint.Storage)
 	if err != nil {
-		return fmt.Errorf("%w: %w: checkpoint.storage: %w", errPermanent, s3storage.ErrInvalidConfig, err)
+		return cfgkey.Wrap("checkpoint.storage", fmt.Errorf("%w: %w: checkpoint.storage: %w", errPermanent, s3storage.ErrInvalidConfig, err))
 	}
 	sctx, cancel := untilStop(ctx, stop)
 	defer cancel()

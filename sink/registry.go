@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/connector-dev/connector/config"
+	"github.com/connector-dev/connector/internal/cfgkey"
 	"github.com/connector-dev/connector/internal/registry"
 )
 
@@ -71,7 +72,7 @@ func Register(k Kind) {
 func New(p config.Plugin, env Env) (Sink, error) {
 	k, ok := kinds.Get(p.Type)
 	if !ok {
-		return nil, fmt.Errorf("%w: sink.type: %q is not a sink kind of this build", ErrInvalidConfig, p.Type)
+		return nil, cfgkey.Wrap("sink.type", fmt.Errorf("%w: sink.type: %q is not a sink kind of this build", ErrInvalidConfig, p.Type))
 	}
 	if env.FS == nil {
 		env.FS = vfs.Default

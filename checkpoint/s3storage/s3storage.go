@@ -10,6 +10,7 @@ import (
 	"github.com/minio/minio-go/v7"
 
 	"github.com/connector-dev/connector/checkpoint/store"
+	"github.com/connector-dev/connector/internal/cfgkey"
 	"github.com/connector-dev/connector/internal/s3conn"
 )
 
@@ -43,16 +44,16 @@ func Open(ctx context.Context, conn s3conn.Config, bucket, prefix, job string) (
 	ok, err := core.BucketExists(ctx, bucket)
 	switch {
 	case err != nil && s3conn.Denied(err):
-		return nil, fmt.Errorf("%w: checkpoint.s3.access_key_id: %s refused access to bucket %q (%s): check the credentials and their permissions", ErrInvalidConfig, conn.Endpoint, bucket, s3conn.Code(err))
+		return nil, cfgkey.Wrap("checkpoint.s3.access_key_id", fmt.Errorf("%w: checkpoint.s3.access_key_id: %s refused access to bucket %q (%s): check the credentials and their permissions", ErrInvalidConfig, conn.Endpoint, bucket, s3conn.Code(err)))
 	case err != nil && s3conn.Code(err) == s3conn.CodeNoSuchBucket:
 		ok = false
 	case err != nil && s3conn.TLSMisconfigured(err):
-		return nil, fmt.Errorf("%w: checkpoint.s3.endpoint: %s: the TLS setting does not fit the server (https:// to a plain-HTTP server, or a certificate not trusted): %w", ErrInvalidConfig, conn.Endpoint, err)
+		return nil, cfgkey.Wrap("checkpoint.s3.endpoint", fmt.Errorf("%w: checkpoint.s3.endpoint: %s: the TLS setting does not fit the server (https:// to a plain-HTTP server, or a certificate not trusted): %w", ErrInvalidConfig, conn.Endpoint, err))
 	case err != nil:
 		return nil, s.classify(fmt.Errorf("checkpoint storage %s: %w", s, err))
 	}
 	if !ok {
-		return nil, fmt.Errorf("%w: checkpoint.storage: bucket %q does not exist at %s: create it first", ErrInvalidConfig, bucket, conn.Endpoint)
+		return nil, cfgkey.Wrap("checkpoint.storage", fmt.Errorf("%w: checkpoint.storage: bucket %q does not exist at %s: create it first", ErrInvalidConfig, bucket, conn.Endpoint))
 	}
 	return s, nil
 }

@@ -119,6 +119,10 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		go progress(pctx, reg, job, out, stdout)
 	}
 	if err := runJob(ctx, job, log, reg, started); err != nil {
+		if configFault(err) {
+			fmt.Fprintln(stderr, configFaultText(job, err))
+			return exitUsage
+		}
 		fmt.Fprintf(stderr, "connector dev: %v%s\n", err, addrInUseHint(err))
 		return exitFailure
 	}

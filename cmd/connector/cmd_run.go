@@ -14,6 +14,7 @@ import (
 	"github.com/connector-dev/connector/checkpoint/store"
 	"github.com/connector-dev/connector/config"
 	"github.com/connector-dev/connector/group"
+	"github.com/connector-dev/connector/internal/cfgkey"
 	"github.com/connector-dev/connector/internal/crashpoint"
 	"github.com/connector-dev/connector/internal/httpapi"
 	"github.com/connector-dev/connector/internal/kafkaclient"
@@ -52,17 +53,33 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if err := runJob(ctx, job, log, newRegistry(), nil); err != nil {
 		log.Error().Err(err).Msg("job failed")
-		if errors.Is(err, sink.ErrInvalidConfig) || errors.Is(err, s3storage.ErrInvalidConfig) || errors.Is(err, kafkaclient.ErrMisconfigured) {
-			// The config's fault, found only by asking the sink's system
-			// or the checkpoint storage (a table, topic or bucket that does
-			// not exist, refused credentials, a certificate not trusted):
-			// exit 2, as validate.
-			fmt.Fprintf(stderr, "%s: %v\n", job.File(), err)
+		if configFault(err) {
+			fmt.Fprintln(stderr, configFaultText(job, err))
 			return exitUsage
 		}
 		return exitFailure
 	}
 	return exitOK
+}
+
+// configFault reports whether err, a job's failure, is its config's fault
+// found only by asking the sink's system, the checkpoint storage or the
+// brokers (a table, topic or bucket that does not exist, refused
+// credentials, a certificate not trusted): run and dev exit 2 on it, as
+// validate does on a bad file.
+func configFault(err error) bool {
+	return errors.Is(err, sink.ErrInvalidConfig) || errors.Is(err, s3storage.ErrInvalidConfig) || errors.Is(err, kafkaclient.ErrMisconfigured)
+}
+
+// configFaultText is a config fault as a config.Error prints: "file:line:
+// err", at the line of the key err is about (cfgkey), or "file: err" when
+// it names none.
+func configFaultText(job *config.Job, err error) string {
+	line := 0
+	if key, ok := cfgkey.Of(err); ok {
+		line = job.Line(key)
+	}
+	return (&config.Error{File: job.File(), Line: line, Msg: err.Error()}).Error()
 }
 
 // newRegistry is the process's metrics registry: Go runtime, process and

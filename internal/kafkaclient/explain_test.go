@@ -13,7 +13,7 @@ import (
 )
 
 // Each failure a misconfigured client meets is explained with the key to
-// change; refusals are misconfigurations, guesses from an EOF are not. The
+// change, returned apart (for its line) and first in the hint; refusals are misconfigurations, guesses from an EOF are not. The
 // real broker's answers are in the e2e tests (kafka_security_test.go).
 func TestExplainNamesTheKey(t *testing.T) {
 	scram := config.Kafka{SASL: config.SASL{Mechanism: config.SASLScramSHA256, Username: "u"}}
@@ -32,12 +32,12 @@ func TestExplainNamesTheKey(t *testing.T) {
 		{fmt.Errorf("remote error: %w", tls.AlertError(42)), tlsOn, "kafka.tls.cert_file", true},
 		{fmt.Errorf("invalid large response size; is this a plaintext connection speaking to a tls endpoint?"), config.Kafka{}, "kafka.tls:", true},
 	} {
-		hint, conf := Explain(tc.err, tc.k)
-		if !strings.HasPrefix(hint, tc.key) || conf != tc.conf {
-			t.Errorf("Explain(%v) = %q, %v; want a hint starting %q, misconfigured %v", tc.err, hint, conf, tc.key, tc.conf)
+		key, hint, conf := Explain(tc.err, tc.k)
+		if key != strings.TrimSuffix(tc.key, ":") || !strings.HasPrefix(hint, key+": ") || conf != tc.conf {
+			t.Errorf("Explain(%v) = %q, %q, %v; want the key and a hint starting %q, misconfigured %v", tc.err, key, hint, conf, tc.key, tc.conf)
 		}
 	}
-	if hint, conf := Explain(fmt.Errorf("dial tcp: connection refused"), config.Kafka{}); hint != "" || conf {
-		t.Errorf("a refused connection (broker down) is not a misconfiguration: %q %v", hint, conf)
+	if key, hint, conf := Explain(fmt.Errorf("dial tcp: connection refused"), config.Kafka{}); key != "" || hint != "" || conf {
+		t.Errorf("a refused connection (broker down) is not a misconfiguration: %q %q %v", key, hint, conf)
 	}
 }

@@ -14,19 +14,21 @@ import (
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
+
+	"github.com/connector-dev/connector/internal/cfgkey"
 )
 
 // NewCore makes the minio-go client c describes. minio-go retries each
 // call on the errors it deems transient (network errors, 5xx, SlowDown:
 // up to 10 attempts, backing off up to 1 s). section names the config
 // section in errors ("sink", "checkpoint.s3"); an error is a config
-// error, to be classed by the caller.
+// error, its key attached (cfgkey), to be classed by the caller.
 func NewCore(c *Config, section string) (*minio.Core, error) {
 	host, secure := "s3.amazonaws.com", true
 	if c.Endpoint != "" {
 		var err error
 		if host, secure, err = ParseEndpoint(c.Endpoint); err != nil {
-			return nil, fmt.Errorf("%s.endpoint: %w", section, err)
+			return nil, cfgkey.Wrap(section+".endpoint", fmt.Errorf("%s.endpoint: %w", section, err))
 		}
 	}
 	id, secret, token, err := c.Credentials(section)
@@ -44,7 +46,7 @@ func NewCore(c *Config, section string) (*minio.Core, error) {
 		BucketLookup: lookup,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("%s.endpoint %s: %w", section, c.Endpoint, err)
+		return nil, cfgkey.Wrap(section+".endpoint", fmt.Errorf("%s.endpoint %s: %w", section, c.Endpoint, err))
 	}
 	return core, nil
 }

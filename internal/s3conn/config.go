@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/connector-dev/connector/config/secret"
+	"github.com/connector-dev/connector/internal/cfgkey"
 	"github.com/connector-dev/connector/internal/spec"
 	"github.com/minio/minio-go/v7/pkg/s3utils"
 )
@@ -65,7 +66,7 @@ func (c *Config) Credentials(section string) (id, secret, token string, err erro
 	}
 	id, secret, token = os.Getenv("AWS_ACCESS_KEY_ID"), os.Getenv("AWS_SECRET_ACCESS_KEY"), os.Getenv("AWS_SESSION_TOKEN")
 	if id == "" || secret == "" {
-		return "", "", "", fmt.Errorf("%s.access_key_id: no credentials: set %s.access_key_id and %s.secret_access_key, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in the environment", section, section, section)
+		return "", "", "", cfgkey.Wrap(section+".access_key_id", fmt.Errorf("%s.access_key_id: no credentials: set %s.access_key_id and %s.secret_access_key, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in the environment", section, section, section))
 	}
 	return id, secret, token, nil
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/connector-dev/connector/checkpoint"
 	"github.com/connector-dev/connector/config"
+	"github.com/connector-dev/connector/internal/cfgkey"
 	"github.com/connector-dev/connector/internal/crashpoint"
 	"github.com/connector-dev/connector/internal/fsutil"
 	"github.com/connector-dev/connector/internal/spec"
@@ -153,7 +154,7 @@ func (c *Config) fill() error {
 		p.Add("name", "%q: a job name in file names needs 1-100 of [A-Za-z0-9._-], starting with a letter or digit", c.Job)
 	}
 	if len(p.List()) > 0 {
-		return fmt.Errorf("%w: %s", sink.ErrInvalidConfig, &p)
+		return cfgkey.Wrap(p.List()[0].Key, fmt.Errorf("%w: %s", sink.ErrInvalidConfig, &p))
 	}
 	return nil
 }
@@ -207,7 +208,7 @@ func New(cfg Config, fs vfs.FS, log zerolog.Logger) (*File, error) {
 	}
 	tmpl, err := pathtmpl.Parse(cfg.PathTemplate)
 	if err != nil {
-		return nil, fmt.Errorf("%w: sink.path_template: %w", sink.ErrInvalidConfig, err) // checked by fill
+		return nil, cfgkey.Wrap("sink.path_template", fmt.Errorf("%w: sink.path_template: %w", sink.ErrInvalidConfig, err)) // checked by fill
 	}
 	nm := newNames(cfg.Job, cfg.Format)
 	lock, err := fs.Lock(fs.PathJoin(cfg.Path, nm.lockName()))

@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/connector-dev/connector/checkpoint"
+	"github.com/connector-dev/connector/internal/cfgkey"
 	"github.com/connector-dev/connector/record"
 	"github.com/connector-dev/connector/sink"
 )
@@ -361,6 +362,9 @@ func TestNewFileRefusesBadConfigNamingTheKey(t *testing.T) {
 		_, err := New(cfg, vfs.NewMem(), zerolog.Nop())
 		if !errors.Is(err, sink.ErrInvalidConfig) || !strings.Contains(err.Error(), tc.want+":") {
 			t.Fatalf("New(%+v) = %v, want ErrInvalidConfig naming %s", cfg, err, tc.want)
+		}
+		if key, _ := cfgkey.Of(err); key != tc.want {
+			t.Errorf("New(%+v): key %q attached, want %s (its line is printed)", cfg, key, tc.want)
 		}
 	}
 }

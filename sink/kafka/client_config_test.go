@@ -13,6 +13,7 @@ import (
 
 	"github.com/connector-dev/connector/checkpoint"
 	"github.com/connector-dev/connector/config"
+	"github.com/connector-dev/connector/internal/cfgkey"
 	"github.com/connector-dev/connector/internal/kafkaclient"
 	"github.com/connector-dev/connector/internal/kafkatest"
 	"github.com/connector-dev/connector/internal/spec"
@@ -86,6 +87,9 @@ func TestSinkClusterRefusedCredentialsIsAConfigFault(t *testing.T) {
 	t.Logf("Recover after %v: %v", time.Since(start).Round(time.Millisecond), err)
 	if err == nil || !isConfigFault(err) {
 		t.Fatalf("refused credentials of the sink's cluster: Recover = %v; want an error classed sink.ErrInvalidConfig or kafkaclient.ErrMisconfigured (exit 2)", err)
+	}
+	if key, _ := cfgkey.Of(err); key != "sink.sasl.password" {
+		t.Errorf("refused credentials of the sink's cluster: key %q attached, want sink.sasl.password (its line is printed)", key)
 	}
 }
 

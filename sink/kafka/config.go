@@ -64,6 +64,15 @@ func (c *Config) cluster(j *config.Job) config.Kafka {
 	return config.Kafka{Brokers: c.Brokers, ClientID: j.Kafka.ClientID, SASL: c.SASL, TLS: c.TLS}
 }
 
+// section is the config section of the sink's cluster: sink when it
+// writes to a cluster of its own (sink.brokers), else kafka.
+func (c *Config) section() string {
+	if len(c.Brokers) == 0 {
+		return "kafka"
+	}
+	return "sink"
+}
+
 // Normalize splits and trims brokers as kafka.brokers are.
 func (c *Config) Normalize() {
 	k := config.Kafka{Brokers: c.Brokers, SASL: c.SASL}

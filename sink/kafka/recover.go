@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/connector-dev/connector/internal/cfgkey"
 	"github.com/connector-dev/connector/internal/crashpoint"
 	"github.com/connector-dev/connector/internal/kafkaclient"
 	"github.com/connector-dev/connector/sink"
@@ -56,12 +57,12 @@ func (s *Sink) retry(ctx context.Context, what string, fn func() error) error {
 			s.reached.Store(true)
 			return nil
 		}
-		hint, misconfigured := kafkaclient.Explain(err, s.conn)
+		key, hint, misconfigured := kafkaclient.Explain(err, s.conn)
 		switch {
 		case !misconfigured:
 			return err
 		case !s.reached.Load():
-			return fmt.Errorf("%w: %w: %s: %v", sink.ErrInvalidConfig, kafkaclient.ErrMisconfigured, s.keyed(hint), err) // not unreachable: not retried
+			return cfgkey.Wrap(s.keyed(key), fmt.Errorf("%w: %w: %s: %v", sink.ErrInvalidConfig, kafkaclient.ErrMisconfigured, s.keyed(hint), err)) // not unreachable: not retried
 		case errors.Is(err, errUnreachable):
 			return err
 		}
@@ -69,10 +70,10 @@ func (s *Sink) retry(ctx context.Context, what string, fn func() error) error {
 	})
 }
 
-// keyed is hint with its keys in the section of the sink's cluster: sink.
-// when the sink writes to a cluster of its own (sink.brokers). Only the
-// keys change (kafka.sasl..., kafka.tls...), not a host or path that
-// holds "kafka.".
+// keyed is hint (or a key) with its keys in the section of the sink's
+// cluster: sink. when the sink writes to a cluster of its own
+// (sink.brokers). Only the keys change (kafka.sasl..., kafka.tls...), not
+// a host or path that holds "kafka.".
 func (s *Sink) keyed(hint string) string {
 	if len(s.cfg.Brokers) == 0 {
 		return hint
@@ -162,7 +163,7 @@ func (s *Sink) prepare(ctx context.Context) error {
 		return err
 	}
 	if !info.exists {
-		return fmt.Errorf("%w: kafka sink: topic %s does not exist on %v: create it (the sink does not)", sink.ErrInvalidConfig, s.cfg.Topic, s.conn.Brokers)
+		return cfgkey.Wrap("sink.topic", fmt.Errorf("%w: kafka sink: topic %s does not exist on %v: create it (the sink does not)", sink.ErrInvalidConfig, s.cfg.Topic, s.conn.Brokers))
 	}
 	s.topicID = info.id
 	max, err := s.brokerConfig(ctx, "transaction.max.timeout.ms")
@@ -184,8 +185,8 @@ func (s *Sink) timeoutTooLong(max time.Duration) error {
 	if max > 0 {
 		limit = fmt.Sprintf("%s (%v)", limit, max)
 	}
-	return fmt.Errorf("%w: sink.transaction_timeout %v is longer than the brokers' %s: lower it, or raise the brokers' maximum",
-		sink.ErrInvalidConfig, s.cfg.TransactionTimeout, limit)
+	return cfgkey.Wrap("sink.transaction_timeout", fmt.Errorf("%w: sink.transaction_timeout %v is longer than the brokers' %s: lower it, or raise the brokers' maximum",
+		sink.ErrInvalidConfig, s.cfg.TransactionTimeout, limit))
 }
 
 // topicInfo is what the sink knows of an output topic.
@@ -208,7 +209,11 @@ func (s *Sink) lookupTopic(ctx context.Context, topic string) (topicInfo, error)
 	case errors.Is(d.Err, kerr.UnknownTopicOrPartition):
 		return topicInfo{}, nil
 	case d.Err != nil:
-		return topicInfo{}, fmt.Errorf("%w: kafka sink: topic %s: %w", sink.ErrInvalidConfig, topic, d.Err)
+		key := "sink.topic"
+		if topic != s.cfg.Topic {
+			key = "sink.topic_field" // a record's topic
+		}
+		return topicInfo{}, cfgkey.Wrap(key, fmt.Errorf("%w: kafka sink: topic %s: %w", sink.ErrInvalidConfig, topic, d.Err))
 	}
 	info := topicInfo{exists: true, id: d.ID, partitions: int32(len(d.Partitions))}
 	if rc, err := s.adm.DescribeTopicConfigs(ctx, topic); err == nil {
@@ -558,7 +563,7 @@ func unreachable(err error) error {
 func readBackFailed(err error) error {
 	for _, auth := range []error{kerr.TopicAuthorizationFailed, kerr.GroupAuthorizationFailed, kerr.ClusterAuthorizationFailed, kerr.TransactionalIDAuthorizationFailed} {
 		if errors.Is(err, auth) {
-			return fmt.Errorf("%w: %w (the job's principal must be allowed to read the output topic: a restart reads its open transactions back)", sink.ErrInvalidConfig, err)
+			return cfgkey.Wrap("sink.topic", fmt.Errorf("%w: %w (the job's principal must be allowed to read the output topic: a restart reads its open transactions back)", sink.ErrInvalidConfig, err))
 		}
 	}
 	return fmt.Errorf("%w: %w", sink.ErrCommitLost, err)

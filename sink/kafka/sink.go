@@ -17,6 +17,7 @@ import (
 
 	"github.com/connector-dev/connector/checkpoint"
 	"github.com/connector-dev/connector/config"
+	"github.com/connector-dev/connector/internal/cfgkey"
 	"github.com/connector-dev/connector/internal/crashpoint"
 	"github.com/connector-dev/connector/internal/kafkaclient"
 	"github.com/connector-dev/connector/sink"
@@ -72,7 +73,7 @@ func New(cfg Config, env sink.Env) (*Sink, error) {
 	opts := append(kafkaclient.Opts(conn, env.Log), kgo.RequestTimeoutOverhead(10*time.Second))
 	admin, err := kgo.NewClient(opts...)
 	if err != nil {
-		return nil, fmt.Errorf("%w: kafka sink: %w", sink.ErrInvalidConfig, err)
+		return nil, cfgkey.Wrap(cfg.section(), fmt.Errorf("%w: kafka sink: %w", sink.ErrInvalidConfig, err))
 	}
 	c := env.Job.Checkpoint
 	reached := env.Reached

@@ -15,6 +15,7 @@ import (
 
 	"github.com/connector-dev/connector/checkpoint"
 	"github.com/connector-dev/connector/config"
+	"github.com/connector-dev/connector/internal/cfgkey"
 	"github.com/connector-dev/connector/internal/crashpoint"
 	"github.com/connector-dev/connector/internal/kafkaclient"
 	"github.com/connector-dev/connector/record"
@@ -196,8 +197,8 @@ func (w *writer) record(ctx context.Context, r *record.Record) (*kgo.Record, err
 	case !info.exists:
 		return nil, fmt.Errorf("%w: topic %s (from topic_field %s) does not exist", sink.ErrBadRecord, kr.Topic, w.s.cfg.TopicField)
 	case w.s.cfg.Partitioning == PartitionSameInput && kr.Partition >= info.partitions:
-		return nil, fmt.Errorf("%w: partitioning same_as_input: a record of partition %d, and topic %s has %d partitions (it needs as many as the input)",
-			sink.ErrInvalidConfig, kr.Partition, kr.Topic, info.partitions)
+		return nil, cfgkey.Wrap("sink.partitioning", fmt.Errorf("%w: partitioning same_as_input: a record of partition %d, and topic %s has %d partitions (it needs as many as the input)",
+			sink.ErrInvalidConfig, kr.Partition, kr.Topic, info.partitions))
 	}
 	// A record must fit a batch of its own. Every header counts, the
 	// origin headers too: a record over the limit only with them passed

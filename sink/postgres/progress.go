@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/connector-dev/connector/checkpoint"
+	"github.com/connector-dev/connector/internal/cfgkey"
 	"github.com/connector-dev/connector/sink"
 )
 
@@ -41,7 +42,7 @@ func createProgress(ctx context.Context, conn *pgx.Conn, table pgx.Identifier) e
 	case "23505", "42P07": // created concurrently by another process
 		return nil
 	case "42501":
-		return fmt.Errorf("%w: sink.progress_table: cannot create %s: %w (create it, or GRANT CREATE on its schema)", sink.ErrInvalidConfig, table.Sanitize(), err)
+		return cfgkey.Wrap("sink.progress_table", fmt.Errorf("%w: sink.progress_table: cannot create %s: %w (create it, or GRANT CREATE on its schema)", sink.ErrInvalidConfig, table.Sanitize(), err))
 	}
 	return fmt.Errorf("create the progress table %s: %w", table.Sanitize(), err)
 }
@@ -61,7 +62,7 @@ func claim(ctx context.Context, conn *pgx.Conn, table pgx.Identifier, job, owner
 
 func claimErr(table pgx.Identifier, err error) error {
 	if pgCode(err) == "42501" {
-		return fmt.Errorf("%w: sink.progress_table: %w (GRANT SELECT, INSERT, UPDATE ON %s)", sink.ErrInvalidConfig, err, table.Sanitize())
+		return cfgkey.Wrap("sink.progress_table", fmt.Errorf("%w: sink.progress_table: %w (GRANT SELECT, INSERT, UPDATE ON %s)", sink.ErrInvalidConfig, err, table.Sanitize()))
 	}
 	return err
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/connector-dev/connector/internal/cfgkey"
 	"github.com/connector-dev/connector/sink"
 )
 
@@ -75,7 +76,7 @@ func inspect(ctx context.Context, conn *pgx.Conn, cfg *Config) (*plan, error) {
 		return nil, err
 	}
 	if !exists {
-		return nil, fmt.Errorf("%w: sink.table: table %s does not exist in database %s (create it; the sink does not)", sink.ErrInvalidConfig, cfg.Table, conn.Config().Database)
+		return nil, cfgkey.Wrap("sink.table", fmt.Errorf("%w: sink.table: table %s does not exist in database %s (create it; the sink does not)", sink.ErrInvalidConfig, cfg.Table, conn.Config().Database))
 	}
 	p := &plan{table: table, progress: identifier(cfg.ProgressTable, schema), key: cfg.Key}
 	rows, err := conn.Query(ctx, `SELECT a.attname, a.atttypid, a.atttypmod, a.attnotnull, a.atthasdef OR a.attidentity <> '', a.attgenerated <> '', format_type(a.atttypid, a.atttypmod)
@@ -107,11 +108,25 @@ func inspect(ctx context.Context, conn *pgx.Conn, cfg *Config) (*plan, error) {
 		}
 		return nil
 	}
+	// problems are reported together; key is the first one's: a column
+	// the sink cannot write is sink.columns' when it names the columns,
+	// else sink.table's.
 	var problems []string
+	var key string
+	problem := func(k, format string, args ...any) {
+		if key == "" {
+			key = k
+		}
+		problems = append(problems, fmt.Sprintf(format, args...))
+	}
+	columnsKey := "sink.table"
+	if len(cfg.Columns) > 0 {
+		columnsKey = "sink.columns"
+	}
 	add := func(c column) {
 		conv, why := converterFor(c.oid, c.typmod)
 		if why != "" {
-			problems = append(problems, fmt.Sprintf("column %s (%s): %s", c.name, c.typ, why))
+			problem(columnsKey, "column %s (%s): %s", c.name, c.typ, why)
 			return
 		}
 		c.conv = conv
@@ -122,9 +137,9 @@ func inspect(ctx context.Context, conn *pgx.Conn, cfg *Config) (*plan, error) {
 			a := find(name)
 			switch {
 			case a == nil:
-				problems = append(problems, fmt.Sprintf("sink.columns: column %s does not exist in %s (it has %s)", name, cfg.Table, names(attrs, func(a attr) string { return a.name })))
+				problem("sink.columns", "sink.columns: column %s does not exist in %s (it has %s)", name, cfg.Table, names(attrs, func(a attr) string { return a.name }))
 			case a.generated:
-				problems = append(problems, fmt.Sprintf("sink.columns: column %s of %s is generated: it cannot be written", name, cfg.Table))
+				problem("sink.columns", "sink.columns: column %s of %s is generated: it cannot be written", name, cfg.Table)
 			default:
 				c := a.column
 				c.field = cfg.Columns[name]
@@ -140,16 +155,16 @@ func inspect(ctx context.Context, conn *pgx.Conn, cfg *Config) (*plan, error) {
 			}
 		}
 		if len(p.columns) == 0 && len(problems) == 0 {
-			problems = append(problems, fmt.Sprintf("sink.columns: every column of %s has a default or is generated: name the columns to write", cfg.Table))
+			problem("sink.columns", "sink.columns: every column of %s has a default or is generated: name the columns to write", cfg.Table)
 		}
 	}
 	for _, k := range cfg.Key {
 		if !slices.ContainsFunc(p.columns, func(c column) bool { return c.name == k }) {
-			problems = append(problems, fmt.Sprintf("sink.key: column %s is not among the columns written (%s)", k, strings.Join(p.columnNames(), ", ")))
+			problem("sink.key", "sink.key: column %s is not among the columns written (%s)", k, strings.Join(p.columnNames(), ", "))
 		}
 	}
 	if len(problems) > 0 {
-		return nil, fmt.Errorf("%w: %s", sink.ErrInvalidConfig, strings.Join(problems, "; "))
+		return nil, cfgkey.Wrap(key, fmt.Errorf("%w: %s", sink.ErrInvalidConfig, strings.Join(problems, "; ")))
 	}
 	if len(cfg.Key) > 0 {
 		if err := checkUnique(ctx, conn, cfg, table); err != nil {
@@ -174,8 +189,8 @@ func checkUnique(ctx context.Context, conn *pgx.Conn, cfg *Config, table pgx.Ide
 		return err
 	}
 	if !found {
-		return fmt.Errorf("%w: sink.key: %s has no primary key or unique index on exactly (%s) that is not deferrable: upsert's ON CONFLICT needs one",
-			sink.ErrInvalidConfig, cfg.Table, strings.Join(cfg.Key, ", "))
+		return cfgkey.Wrap("sink.key", fmt.Errorf("%w: sink.key: %s has no primary key or unique index on exactly (%s) that is not deferrable: upsert's ON CONFLICT needs one",
+			sink.ErrInvalidConfig, cfg.Table, strings.Join(cfg.Key, ", ")))
 	}
 	return nil
 }
@@ -192,8 +207,8 @@ func checkPrivileges(ctx context.Context, conn *pgx.Conn, cfg *Config, table pgx
 			return err
 		}
 		if !ok {
-			return fmt.Errorf("%w: sink.table: role %s lacks %s on %s (GRANT %s ON %s TO %s)",
-				sink.ErrInvalidConfig, conn.Config().User, priv, cfg.Table, priv, table.Sanitize(), conn.Config().User)
+			return cfgkey.Wrap("sink.table", fmt.Errorf("%w: sink.table: role %s lacks %s on %s (GRANT %s ON %s TO %s)",
+				sink.ErrInvalidConfig, conn.Config().User, priv, cfg.Table, priv, table.Sanitize(), conn.Config().User))
 		}
 	}
 	return nil

@@ -19,6 +19,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/connector-dev/connector/checkpoint"
+	"github.com/connector-dev/connector/internal/cfgkey"
 	"github.com/connector-dev/connector/internal/fsutil"
 	"github.com/connector-dev/connector/sink"
 )
@@ -70,7 +71,7 @@ func New(cfg Config, env sink.Env) (*Sink, error) {
 	connCfg, err := pgx.ParseConfig(cfg.DSN.Value())
 	if err != nil {
 		// pgx's message may quote the DSN: do not pass it on.
-		return nil, fmt.Errorf("%w: sink.dsn: not a valid PostgreSQL connection string", sink.ErrInvalidConfig)
+		return nil, cfgkey.Wrap("sink.dsn", fmt.Errorf("%w: sink.dsn: not a valid PostgreSQL connection string", sink.ErrInvalidConfig))
 	}
 	connCfg.RuntimeParams["application_name"] = appName(env.Job.Name)
 	connCfg.RuntimeParams["idle_in_transaction_session_timeout"] = strconv.FormatInt(cfg.TransactionTimeout.Milliseconds(), 10)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/connector-dev/connector/internal/cfgkey"
 	"github.com/connector-dev/connector/internal/pgtest"
 	"github.com/connector-dev/connector/record"
 	"github.com/connector-dev/connector/sink"
@@ -227,7 +228,8 @@ func TestBadRecordsNameTheColumn(t *testing.T) {
 }
 
 // TestStartupChecksNameWhatIsWrong: each problem of the config against the
-// database is ErrInvalidConfig naming the key and the object.
+// database is ErrInvalidConfig naming the key and the object, the key
+// attached (cfgkey: its line is printed).
 func TestStartupChecksNameWhatIsWrong(t *testing.T) {
 	e := newEnv(t, ordersTable, `CREATE TABLE odd (id bigint, shape point)`)
 	reader := "reader_" + strings.ToLower(strings.TrimPrefix(pgtest.QueryString(t, e.dsn, `SELECT current_database()`), "t_"))
@@ -238,12 +240,13 @@ func TestStartupChecksNameWhatIsWrong(t *testing.T) {
 		name string
 		mod  func(*Config)
 		want string
+		key  string
 	}{
-		{"missing table", func(c *Config) { c.Table = "nope" }, "sink.table: table nope does not exist"},
-		{"missing column", func(c *Config) { c.Columns = map[string]string{"id": "id", "colour": "c"} }, "sink.columns: column colour does not exist in orders"},
-		{"unsupported type", func(c *Config) { c.Table = "odd" }, "column shape (point): type not supported"},
-		{"upsert without unique index", func(c *Config) { c.Mode, c.Key = ModeUpsert, []string{"customer"} }, "sink.key: orders has no primary key or unique index on exactly (customer)"},
-		{"no privilege", func(c *Config) { c.DSN = secretDSN(e.dsn, reader, "reader") }, "sink.table: role " + reader + " lacks INSERT on orders"},
+		{"missing table", func(c *Config) { c.Table = "nope" }, "sink.table: table nope does not exist", "sink.table"},
+		{"missing column", func(c *Config) { c.Columns = map[string]string{"id": "id", "colour": "c"} }, "sink.columns: column colour does not exist in orders", "sink.columns"},
+		{"unsupported type", func(c *Config) { c.Table = "odd" }, "column shape (point): type not supported", "sink.table"},
+		{"upsert without unique index", func(c *Config) { c.Mode, c.Key = ModeUpsert, []string{"customer"} }, "sink.key: orders has no primary key or unique index on exactly (customer)", "sink.key"},
+		{"no privilege", func(c *Config) { c.DSN = secretDSN(e.dsn, reader, "reader") }, "sink.table: role " + reader + " lacks INSERT on orders", "sink.table"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := (&env{t: t, dsn: e.dsn, spool: t.TempDir(), fs: e.fs}).sink(1, tc.mod)
@@ -252,6 +255,9 @@ func TestStartupChecksNameWhatIsWrong(t *testing.T) {
 			err := s.Recover(rctx, nil)
 			if !errors.Is(err, sink.ErrInvalidConfig) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("Recover: %v; want ErrInvalidConfig naming %q", err, tc.want)
+			}
+			if key, _ := cfgkey.Of(err); key != tc.key {
+				t.Errorf("Recover: key %q attached, want %s", key, tc.key)
 			}
 		})
 	}

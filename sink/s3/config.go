@@ -8,6 +8,7 @@ import (
 
 	"github.com/connector-dev/connector/checkpoint"
 	"github.com/connector-dev/connector/config"
+	"github.com/connector-dev/connector/internal/cfgkey"
 	"github.com/connector-dev/connector/internal/s3conn"
 	"github.com/connector-dev/connector/internal/spec"
 	"github.com/connector-dev/connector/sink"
@@ -168,7 +169,7 @@ func (c *Config) fill() error {
 		p.Add("name", "%q: a job name in object keys needs 1-100 of [A-Za-z0-9._-], starting with a letter or digit", c.Job)
 	}
 	if len(p.List()) > 0 {
-		return fmt.Errorf("%w: %s", sink.ErrInvalidConfig, &p)
+		return cfgkey.Wrap(p.List()[0].Key, fmt.Errorf("%w: %s", sink.ErrInvalidConfig, &p))
 	}
 	return nil
 }

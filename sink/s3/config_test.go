@@ -10,6 +10,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/connector-dev/connector/config"
+	"github.com/connector-dev/connector/internal/cfgkey"
 	"github.com/connector-dev/connector/internal/s3conn"
 	"github.com/connector-dev/connector/sink"
 	_ "github.com/connector-dev/connector/source/kafka" // source.type: kafka, for whole job files
@@ -72,6 +73,9 @@ func TestNewRefusesAMissingBucketAndRefusedCredentials(t *testing.T) {
 	_, err := New(testConfig(f, func(c *Config) { c.Endpoint = "http://127.0.0.1:1" }), zerolog.Nop())
 	if !errors.Is(err, sink.ErrInvalidConfig) || !strings.Contains(err.Error(), `"bucket"`) || !strings.Contains(err.Error(), "http://127.0.0.1:1") {
 		t.Fatalf("missing bucket: %v", err)
+	}
+	if key, _ := cfgkey.Of(err); key != "sink.bucket" {
+		t.Errorf("missing bucket: key %q attached, want sink.bucket (its line is printed)", key)
 	}
 	f = newFakeS3(testBucket, testPart)
 	f.fail = func(string, string) error { return s3Error("InvalidAccessKeyId", http.StatusForbidden) }

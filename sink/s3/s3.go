@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/connector-dev/connector/checkpoint"
+	"github.com/connector-dev/connector/internal/cfgkey"
 	"github.com/connector-dev/connector/internal/s3conn"
 	"github.com/connector-dev/connector/sink"
 	"github.com/connector-dev/connector/sink/internal/pathtmpl"
@@ -87,7 +88,7 @@ func New(cfg Config, log zerolog.Logger) (*Sink, error) {
 	}
 	tmpl, err := pathtmpl.Parse(cfg.PathTemplate)
 	if err != nil {
-		return nil, fmt.Errorf("%w: sink.path_template: %w", sink.ErrInvalidConfig, err) // checked by fill
+		return nil, cfgkey.Wrap("sink.path_template", fmt.Errorf("%w: sink.path_template: %w", sink.ErrInvalidConfig, err)) // checked by fill
 	}
 	c := cfg.client
 	if c == nil {
@@ -113,17 +114,17 @@ func New(cfg Config, log zerolog.Logger) (*Sink, error) {
 	ok, err := c.BucketExists(ctx, cfg.Bucket)
 	switch {
 	case err == nil && !ok:
-		return nil, fmt.Errorf("%w: sink.bucket: bucket %q does not exist at %s: create it first", sink.ErrInvalidConfig, cfg.Bucket, endpoint)
+		return nil, cfgkey.Wrap("sink.bucket", fmt.Errorf("%w: sink.bucket: bucket %q does not exist at %s: create it first", sink.ErrInvalidConfig, cfg.Bucket, endpoint))
 	case err != nil && (errStatus(err) == 401 || errStatus(err) == 403):
-		return nil, fmt.Errorf("%w: sink.access_key_id: %s refused access to bucket %q (%s): check the credentials and their permissions", sink.ErrInvalidConfig, endpoint, cfg.Bucket, errCode(err))
+		return nil, cfgkey.Wrap("sink.access_key_id", fmt.Errorf("%w: sink.access_key_id: %s refused access to bucket %q (%s): check the credentials and their permissions", sink.ErrInvalidConfig, endpoint, cfg.Bucket, errCode(err)))
 	case err != nil && errCode(err) == codeNoSuchBucket:
-		return nil, fmt.Errorf("%w: sink.bucket: bucket %q does not exist at %s: create it first", sink.ErrInvalidConfig, cfg.Bucket, endpoint)
+		return nil, cfgkey.Wrap("sink.bucket", fmt.Errorf("%w: sink.bucket: bucket %q does not exist at %s: create it first", sink.ErrInvalidConfig, cfg.Bucket, endpoint))
 	case err != nil && s3conn.TLSMisconfigured(err):
-		return nil, fmt.Errorf("%w: sink.endpoint: %s: the TLS setting does not fit the server (https:// to a plain-HTTP server, or a certificate not trusted): %w", sink.ErrInvalidConfig, endpoint, err)
+		return nil, cfgkey.Wrap("sink.endpoint", fmt.Errorf("%w: sink.endpoint: %s: the TLS setting does not fit the server (https:// to a plain-HTTP server, or a certificate not trusted): %w", sink.ErrInvalidConfig, endpoint, err))
 	case err != nil && transient(err):
 		s.log.Warn().Err(err).Msg("S3 does not answer; Recover waits for it")
 	case err != nil:
-		return nil, fmt.Errorf("%w: bucket %q at %s: %w", sink.ErrInvalidConfig, cfg.Bucket, endpoint, err)
+		return nil, cfgkey.Wrap("sink.bucket", fmt.Errorf("%w: bucket %q at %s: %w", sink.ErrInvalidConfig, cfg.Bucket, endpoint, err))
 	}
 	return s, nil
 }

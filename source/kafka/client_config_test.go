@@ -43,7 +43,7 @@ func TestAWSMSKIAMWithoutCredentialsIsAConfigFault(t *testing.T) {
 	k := config.Kafka{Brokers: c.ListenAddrs(), ClientID: "review", SASL: config.SASL{Mechanism: config.SASLAWSMSKIAM}}
 	cfg := Options{Brokers: k.Brokers, Topics: []string{"in"}, Group: "review-g",
 		ClientOpts: kafkaclient.Opts(k, testLog(t)),
-		Explain:    func(err error) (string, bool) { return kafkaclient.Explain(err, k) }}
+		Explain:    func(err error) (string, string, bool) { return kafkaclient.Explain(err, k) }}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	start := time.Now()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/connector-dev/connector/internal/cfgkey"
 	"github.com/connector-dev/connector/internal/kafkaclient"
 	"github.com/connector-dev/connector/source"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -60,9 +61,9 @@ type Options struct {
 	Hooks func(client string) []kgo.Hook
 	// Explain, if not nil, names the likely cause of a failure to reach
 	// the brokers (kafkaclient.Explain); misconfigured ones end Open
-	// (classed kafkaclient.ErrMisconfigured), the others are retried with
-	// the cause logged.
-	Explain func(error) (hint string, misconfigured bool)
+	// (classed kafkaclient.ErrMisconfigured, the key attached: cfgkey),
+	// the others are retried with the cause logged.
+	Explain func(error) (key, hint string, misconfigured bool)
 	// Slot, if not nil, limits the source to the slot's partitions (group
 	// mode); Group is then already the slot's group, and BaseGroup the
 	// job's: a partition with neither a checkpoint nor an offset in Group
@@ -79,10 +80,10 @@ func (c Options) explain(err error) error {
 	if err == nil || c.Explain == nil {
 		return err
 	}
-	hint, misconfigured := c.Explain(err)
+	key, hint, misconfigured := c.Explain(err)
 	switch {
 	case misconfigured:
-		return fmt.Errorf("%w: %w: %s (%v)", source.ErrPermanent, kafkaclient.ErrMisconfigured, hint, err)
+		return cfgkey.Wrap(key, fmt.Errorf("%w: %w: %s (%v)", source.ErrPermanent, kafkaclient.ErrMisconfigured, hint, err))
 	case hint != "":
 		return fmt.Errorf("%w (likely cause: %s)", err, hint)
 	}

@@ -114,7 +114,7 @@ func open(ctx context.Context, cfg any, env source.Env) (source.Source, error) {
 		Readers:                env.Readers,
 		DiscoverInterval:       env.DiscoverEvery,
 		Hooks:                  env.KafkaHooks,
-		Explain:                func(err error) (string, bool) { return kafkaclient.Explain(err, env.Job.Kafka) },
+		Explain:                func(err error) (string, string, bool) { return kafkaclient.Explain(err, env.Job.Kafka) },
 		FetchMaxBytes:          int32(c.FetchMaxBytes),
 		FetchMaxPartitionBytes: int32(c.FetchMaxPartitionBytes),
 		FetchesInFlight:        c.FetchesInFlight,
