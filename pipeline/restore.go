@@ -226,7 +226,8 @@ func (a *attempt) recoverSink(ctx context.Context, r *restoredJob, snk sink.Sink
 }
 
 // restoreState is step 3: drop snapshots no checkpoint references, restore
-// each worker's keyed state.
+// each worker's keyed state, and drop the state of dedups the job no longer
+// has (transform.DropDedupState).
 func (a *attempt) restoreState(r *restoredJob) error {
 	cfg, log := a.j.cfg, a.j.log
 	if deleted, err := r.store.CleanStateRoot(); err != nil {
@@ -248,6 +249,7 @@ func (a *attempt) restoreState(r *restoredJob) error {
 		return nil
 	}
 	m, p := cfg.Pipeline.MaxParallelism, cfg.Pipeline.Parallelism
+	var dropped []string // dedups whose state is dropped
 	for w := range r.stores {
 		kg := keygroup.RangeOf(m, p, w)
 		sc := state.Config{Dir: r.states.abs(store.WorkDir(w)), MaxParallelism: m, KeyGroups: kg,
@@ -280,6 +282,15 @@ func (a *attempt) restoreState(r *restoredJob) error {
 		}
 		a.defer_(func() { _ = s.Close() })
 		r.stores[w] = s
+		names, err := transform.DropDedupState(s, transform.DedupKeys(r.specs))
+		if err != nil {
+			return fmt.Errorf("restore state of worker %d: %w", w, err)
+		}
+		dropped = append(dropped, names...)
+	}
+	if len(dropped) > 0 {
+		slices.Sort(dropped)
+		log.Info().Strs("dedups", slices.Compact(dropped)).Msg("dropped the state of dedups the job no longer has (renamed or removed): a dedup given one of these names again starts with no memory")
 	}
 	return nil
 }

@@ -47,3 +47,17 @@ func (s *Store) Expire(start, end []byte) error {
 	}
 	return nil
 }
+
+// ExpireForGood is Expire, after which the next Checkpoint takes a full
+// snapshot (as after a failed changelog), so that no restore of it or of a
+// later checkpoint brings the keys back from an older base or changelog.
+// For a removal nothing would repeat: the state of a transform the job no
+// longer has (transform.DropDedupState).
+func (s *Store) ExpireForGood(start, end []byte) error {
+	if err := s.Expire(start, end); err != nil {
+		return err
+	}
+	s.delta = nil
+	s.abortStream()
+	return nil
+}

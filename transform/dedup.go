@@ -218,7 +218,7 @@ func NewDedup(cfg DedupConfig, kv KV) (*Dedup, error) {
 		return nil, configError("dedup", "no state store (KV) given")
 	}
 	path := strings.Split(cfg.Key, ".")
-	ns := []byte("transform/dedup/" + cfg.Name + "/")
+	ns := []byte(dedupPrefix + cfg.Name + "/")
 	ttl := cfg.TTL.Milliseconds()
 	kgs, _ := kv.(KeyGroups)
 	return &Dedup{path: path, ttl: ttl, kv: kv, kgs: kgs, ns: ns, index: index{seed: maphash.MakeSeed(), ttl: ttl}, gen: widthSpan(ns, ttl)}, nil
@@ -534,8 +534,10 @@ func (t *Dedup) expireStale() error {
 // start or a restore: it indexes every bucketed entry, and takes the newest
 // first sighting among them and now as the newest record time seen (the run
 // that wrote them saw at least that much; a restore replays records from
-// several partitions, older ones among them). Entries of earlier versions
-// are read until two TTLs after the newest of them; with none, never.
+// several partitions, older ones among them), and the buckets below the
+// second before the newest entry's as expired already (as they were in the
+// run that wrote them). Entries of earlier versions are read until two
+// TTLs after the newest of them; with none, never.
 func (t *Dedup) load(now int64) error {
 	t.index.reset()
 	for _, g := range t.old {
@@ -543,6 +545,7 @@ func (t *Dedup) load(now int64) error {
 	}
 	t.old = nil
 	t.maxSeen, t.expiredTo = now, math.MinInt64
+	stored := int64(math.MinInt64) // the newest first sighting in the current generation
 	plain := plainSpan(t.ns)
 	byWidth := map[int64]*oldGeneration{} // the earlier generations of keys that say their width
 	var plainGen *oldGeneration
@@ -606,6 +609,8 @@ func (t *Dedup) load(now int64) error {
 				t.maxSeen = max(t.maxSeen, first)
 				if g != nil {
 					g.loaded(first, uint32(h>>32))
+				} else {
+					stored = max(stored, first)
 				}
 				return true
 			})
@@ -627,6 +632,8 @@ func (t *Dedup) load(now int64) error {
 		t.maxSeen = max(t.maxSeen, first)
 		if g != nil {
 			g.loaded(first, uint32(h>>32))
+		} else {
+			stored = max(stored, first)
 		}
 		return nil
 	})
@@ -638,6 +645,16 @@ func (t *Dedup) load(now int64) error {
 	}
 	for _, g := range t.old {
 		g.seal()
+	}
+	if stored != math.MinInt64 {
+		// The run that wrote these expired, at the latest when its newest
+		// record time entered stored's bucket, the buckets below the
+		// second before it: what the state holds below that, records far
+		// behind the newest (a lagging partition) wrote afterwards, and it
+		// kept them. So does this one, until its newest enters a later
+		// bucket or they go stale (expireStale), as that run would have;
+		// expiring them at the first record made a restore forget them.
+		t.expiredTo = t.bucket(stored) - 2
 	}
 	legacy, newest := false, int64(math.MinInt64)
 	lo, hi = t.legacySpan()
