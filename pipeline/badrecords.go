@@ -32,7 +32,14 @@ type badRecords struct {
 
 	mu      sync.Mutex
 	failure error // first dead-letter produce error since the last flush
+
+	skipped, cut logBurst // their warnings, bounded
 }
+
+const (
+	msgSkipped = "skipping a record that cannot be processed"
+	msgCut     = "a dead letter over its topic's max.message.bytes is cut to fit it: the record is whole in its source topic, at the offset its headers name"
+)
 
 // errFatal marks errors that fail the task instead of declining a
 // checkpoint: the source does not rewind while the job runs, so a record
@@ -45,14 +52,15 @@ func (b *badRecords) handle(ctx context.Context, r *record.Record, cause error) 
 	switch b.policy {
 	case config.DecodeSkip:
 		b.metrics.badSkipped.Inc()
-		b.log.Warn().Err(cause).Str("topic", r.Topic).Int32("partition", r.Partition).Int64("offset", r.Offset).Msg("skipping a record that cannot be processed")
+		if b.skipped.allow(b.log, place{r.Topic, r.Partition, r.Offset}) {
+			b.log.Warn().Err(cause).Str("topic", r.Topic).Int32("partition", r.Partition).Int64("offset", r.Offset).Msg(msgSkipped)
+		}
 		return nil
 	case config.DecodeDeadLetter:
 		b.metrics.badDeadLettered.Inc()
 		kr := deadLetter(b.topic, r, cause)
-		if cut := fitDeadLetter(kr, b.limit); cut != "" {
-			b.log.Warn().Str("topic", r.Topic).Int32("partition", r.Partition).Int64("offset", r.Offset).Int("limit", b.limit).Str("cut", cut).
-				Msg("a dead letter over its topic's max.message.bytes is cut to fit it: the record is whole in its source topic, at the offset its headers name")
+		if cut := fitDeadLetter(kr, b.limit); cut != "" && b.cut.allow(b.log, place{r.Topic, r.Partition, r.Offset}) {
+			b.log.Warn().Str("topic", r.Topic).Int32("partition", r.Partition).Int64("offset", r.Offset).Int("limit", b.limit).Str("cut", cut).Msg(msgCut)
 		}
 		b.dlq.Produce(ctx, kr, func(_ *kgo.Record, err error) {
 			if err != nil {
@@ -67,8 +75,12 @@ func (b *badRecords) handle(ctx context.Context, r *record.Record, cause error) 
 	}
 }
 
-// flush waits until every dead-letter record produced so far is acknowledged.
+// flush waits until every dead-letter record produced so far is
+// acknowledged, and sums up the warnings a burst of bad records left
+// unlogged.
 func (b *badRecords) flush(ctx context.Context) error {
+	b.skipped.tick(b.log)
+	b.cut.tick(b.log)
 	if b.dlq == nil {
 		return nil
 	}

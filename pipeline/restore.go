@@ -340,7 +340,8 @@ func isCancel(err error) bool {
 // the largest record its topic takes.
 func (a *attempt) openDeadLetter(ctx context.Context, r *restoredJob) error {
 	cfg := a.j.cfg
-	r.bad = &badRecords{policy: cfg.Pipeline.OnDecodeError.Policy, topic: cfg.Pipeline.OnDecodeError.Topic, metrics: a.j.metrics, log: a.j.log}
+	r.bad = &badRecords{policy: cfg.Pipeline.OnDecodeError.Policy, topic: cfg.Pipeline.OnDecodeError.Topic, metrics: a.j.metrics, log: a.j.log,
+		skipped: logBurst{msg: msgSkipped}, cut: logBurst{msg: msgCut}}
 	if r.bad.policy != "dead_letter" {
 		return nil
 	}
