@@ -91,7 +91,7 @@ func (m *Member) Run(ctx context.Context) error {
 	m.client = cl
 	m.mu.Unlock()
 	m.log.Info().Str("group", m.topic).Int("slots", m.cfg.Instances.Slots).Str("protocol", string(m.cfg.Instances.Protocol)).
-		Dur("session_timeout", m.cfg.Instances.SessionTimeout).Msg("joining the job's group")
+		Dur("session_timeout_ms", m.cfg.Instances.SessionTimeout).Msg("joining the job's group")
 
 	var failure error
 	select {
@@ -260,7 +260,7 @@ func (m *Member) stopSlots(ks []int, why string) {
 				info, st = j.Info(), j.Status()
 			}
 			m.metrics.handover.WithLabelValues("release").Observe(time.Since(start).Seconds())
-			m.log.Info().Int("slot", k).Str("why", why).Dur("took", time.Since(start)).Msg("slot released")
+			m.log.Info().Int("slot", k).Str("why", why).Dur("took_ms", time.Since(start)).Msg("slot released")
 			m.mu.Lock()
 			m.retired.add(info, st) // with the delete: Info never counts a slot twice
 			delete(m.slots, k)

@@ -93,7 +93,7 @@ func (s *slot) run() {
 	})
 	s.job.Store(job)
 	go s.timeAcquire(job)
-	s.log.Info().Dur("waited", time.Since(s.since)).Msg("slot locked: starting its job")
+	s.log.Info().Dur("waited_ms", time.Since(s.since)).Msg("slot locked: starting its job")
 	err = job.Run(s.ctx)
 	switch {
 	case err == nil:
@@ -152,7 +152,7 @@ func (s *slot) timeAcquire(job *pipeline.Job) {
 			if job.Ready() == nil {
 				d := time.Since(s.since)
 				s.m.metrics.handover.WithLabelValues("acquire").Observe(d.Seconds())
-				s.log.Info().Dur("took", d).Msg("slot ready")
+				s.log.Info().Dur("took_ms", d).Msg("slot ready")
 				return
 			}
 		}

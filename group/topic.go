@@ -45,7 +45,7 @@ func (m *Member) ensureTopic(ctx context.Context) error {
 		if key, hint, misconfigured := kafkaclient.Explain(err, m.cfg.Kafka); misconfigured {
 			return cfgkey.Wrap(key, fmt.Errorf("%w: %s (%v)", kafkaclient.ErrMisconfigured, hint, err))
 		}
-		m.log.Warn().Err(err).Dur("backoff", backoff).Msg("cannot set up the job's slot topic yet (brokers unreachable or busy); retrying")
+		m.log.Warn().Err(err).Dur("backoff_ms", backoff).Msg("cannot set up the job's slot topic yet (brokers unreachable or busy); retrying")
 		select {
 		case <-ctx.Done():
 			return nil

@@ -7,6 +7,7 @@ import (
 	stdlog "log"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -68,7 +69,7 @@ func Start(cfg Config) (*Server, error) {
 		srv: &http.Server{
 			Handler:           newMux(cfg),
 			ReadHeaderTimeout: 5 * time.Second,
-			ErrorLog:          stdlog.New(log, "", 0), // net/http's own complaints, into zerolog
+			ErrorLog:          stdlog.New(errorWriter{log}, "", 0), // net/http's own complaints, into zerolog
 		},
 		ln:   ln,
 		done: make(chan struct{}),
@@ -98,4 +99,14 @@ func (s *Server) Close(ctx context.Context) error {
 	}
 	<-s.done
 	return err
+}
+
+// errorWriter logs each line net/http writes (a handler's panic, an accept
+// error) as one event at error level: a zerolog.Logger used as a writer
+// logs without a level, past any log.level.
+type errorWriter struct{ log zerolog.Logger }
+
+func (w errorWriter) Write(p []byte) (int, error) {
+	w.log.Error().Msg(strings.TrimSuffix(string(p), "\n"))
+	return len(p), nil
 }
