@@ -231,7 +231,7 @@ func groupHandovers(r *result, logs []string, started, end time.Time) {
 			var e struct {
 				Message string  `json:"message"`
 				Why     string  `json:"why"`
-				Took    float64 `json:"took"` // ms
+				Took    float64 `json:"took_ms"`
 				Time    string  `json:"time"`
 			}
 			if json.Unmarshal(line, &e) != nil {

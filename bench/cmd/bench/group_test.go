@@ -39,13 +39,13 @@ func TestGroupConnectorConfigIsValid(t *testing.T) {
 func TestGroupHandoversCountMovedSlotsUpToTheEnd(t *testing.T) {
 	started := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
 	end := started.Add(5 * time.Second)
-	a := writeLog(t, `{"level":"info","job":"j","slot":3,"why":"revoked","took":412.5,"time":"2026-12-02T10:00:01.5Z","message":"slot released"}
-{"level":"info","job":"j","slot":0,"took":95.25,"time":"2026-12-02T10:00:00.8Z","message":"slot ready"}
-{"level":"info","job":"j","slot":0,"why":"stop","took":900,"time":"2026-12-02T10:00:06Z","message":"slot released"}
+	a := writeLog(t, `{"level":"info","job":"j","slot":3,"why":"revoked","took_ms":412.5,"time":"2026-12-02T10:00:01.5Z","message":"slot released"}
+{"level":"info","job":"j","slot":0,"took_ms":95.25,"time":"2026-12-02T10:00:00.8Z","message":"slot ready"}
+{"level":"info","job":"j","slot":0,"why":"stop","took_ms":900,"time":"2026-12-02T10:00:06Z","message":"slot released"}
 `)
-	b := writeLog(t, `{"level":"info","job":"j","slot":3,"took":1800,"time":"2026-12-02T10:00:02.25Z","message":"slot ready"}
-{"level":"warn","job":"j","slot":5,"why":"lost","took":50,"time":"2026-12-02T10:00:03Z","message":"slot released"}
-{"level":"info","job":"j","slot":5,"took":9000,"time":"2026-12-02T10:00:09Z","message":"slot ready"}
+	b := writeLog(t, `{"level":"info","job":"j","slot":3,"took_ms":1800,"time":"2026-12-02T10:00:02.25Z","message":"slot ready"}
+{"level":"warn","job":"j","slot":5,"why":"lost","took_ms":50,"time":"2026-12-02T10:00:03Z","message":"slot released"}
+{"level":"info","job":"j","slot":5,"took_ms":9000,"time":"2026-12-02T10:00:09Z","message":"slot ready"}
 `)
 	var r result
 	groupHandovers(&r, []string{a, b, filepath.Join(t.TempDir(), "missing.log")}, started, end)
