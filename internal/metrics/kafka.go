@@ -22,7 +22,11 @@ import (
 // drops them when it closes), so every client gets one, registered on a
 // private registry that this collector gathers while the client is open.
 // The clients of a job come and go with its attempts; the registration
-// stays. A client's counters start at zero when it opens.
+// stays. A new client's counters (and histograms) go on from where the
+// closed clients of the same series left them, as of their last scrape: a
+// series never goes down in a process's life, as the job's own counters
+// do not across an in-process restart, and one of a client gone for good
+// stays at its total.
 //
 // kprom names two gauges with a _total suffix, which Prometheus' naming
 // rules (promtool check metrics) keep for counters; they are exposed
@@ -35,6 +39,79 @@ type KafkaClients struct {
 
 	mu   sync.Mutex
 	open map[*kafkaClient]struct{}
+	// retired sums the counter and histogram series of closed clients,
+	// as last scraped, by name and labels.
+	retired map[string]*series
+}
+
+// series is a counter or histogram series: its name, help, type and
+// labels, and its values.
+type series struct {
+	name, help string
+	typ        dto.MetricType
+	labels     []*dto.LabelPair
+	value      float64 // a counter's
+	count      uint64  // a histogram's
+	sum        float64
+	buckets    map[float64]uint64 // cumulative, by upper bound
+}
+
+func seriesKey(name string, labels []*dto.LabelPair) string {
+	var b strings.Builder
+	b.WriteString(name)
+	for _, l := range labels { // Gather sorts them by name
+		b.WriteString("\xff" + l.GetName() + "=" + l.GetValue())
+	}
+	return b.String()
+}
+
+// add adds o's values to x.
+func (x *series) add(o *series) {
+	x.value += o.value
+	x.count += o.count
+	x.sum += o.sum
+	for ub, n := range o.buckets {
+		if x.buckets == nil {
+			x.buckets = map[float64]uint64{}
+		}
+		x.buckets[ub] += n
+	}
+}
+
+// metric is x as a metric to emit.
+func (x *series) metric() prometheus.Metric {
+	m := &dto.Metric{Label: x.labels}
+	switch x.typ {
+	case dto.MetricType_COUNTER:
+		m.Counter = &dto.Counter{Value: &x.value}
+	case dto.MetricType_HISTOGRAM:
+		h := &dto.Histogram{SampleCount: &x.count, SampleSum: &x.sum}
+		for ub, n := range x.buckets {
+			h.Bucket = append(h.Bucket, &dto.Bucket{UpperBound: &ub, CumulativeCount: &n})
+		}
+		m.Histogram = h
+	}
+	return constMetric(x.name, x.help, x.typ, m)
+}
+
+// seriesOf returns m of family name as a series, if a counter or a
+// histogram.
+func seriesOf(name, help string, t dto.MetricType, m *dto.Metric) (*series, bool) {
+	x := &series{name: name, help: help, typ: t, labels: m.GetLabel()}
+	switch t {
+	case dto.MetricType_COUNTER:
+		x.value = m.GetCounter().GetValue()
+	case dto.MetricType_HISTOGRAM:
+		h := m.GetHistogram()
+		x.count, x.sum = h.GetSampleCount(), h.GetSampleSum()
+		x.buckets = make(map[float64]uint64, len(h.GetBucket()))
+		for _, b := range h.GetBucket() {
+			x.buckets[b.GetUpperBound()] = b.GetCumulativeCount()
+		}
+	default:
+		return nil, false
+	}
+	return x, true
 }
 
 var _ prometheus.Collector = (*KafkaClients)(nil)
@@ -42,7 +119,7 @@ var _ prometheus.Collector = (*KafkaClients)(nil)
 // NewKafkaClients returns a collector for clients whose metrics are named
 // <namespace>_*, for example "connector_kafka".
 func NewKafkaClients(namespace string) *KafkaClients {
-	return &KafkaClients{namespace: namespace, open: map[*kafkaClient]struct{}{}}
+	return &KafkaClients{namespace: namespace, open: map[*kafkaClient]struct{}{}, retired: map[string]*series{}}
 }
 
 // Hooks returns the hooks to install on one new client (kgo.WithHooks),
@@ -64,6 +141,10 @@ type kafkaClient struct {
 	// bytes in place of kprom's gauges (ReportBufferedFetch), by the
 	// gauges' kprom names.
 	buffered atomic.Pointer[map[string]func() int64]
+	// last is the client's counter and histogram series as last scraped,
+	// by seriesKey (under k.mu): retired when it closes, as kprom drops
+	// its series then.
+	last map[string]*series
 }
 
 // ReportBufferedFetch makes records and bytes the client's buffered fetch
@@ -91,6 +172,14 @@ func (c *kafkaClient) OnNewClient(*kgo.Client) {
 func (c *kafkaClient) OnClientClosed(*kgo.Client) {
 	c.k.mu.Lock()
 	delete(c.k.open, c)
+	for key, x := range c.last {
+		if r := c.k.retired[key]; r != nil {
+			r.add(x)
+		} else {
+			c.k.retired[key] = x
+		}
+	}
+	c.last = nil
 	c.k.mu.Unlock()
 }
 
@@ -98,7 +187,9 @@ func (c *kafkaClient) OnClientClosed(*kgo.Client) {
 // come and go with the clients.
 func (k *KafkaClients) Describe(chan<- *prometheus.Desc) {}
 
-// Collect gathers every open client's registry and re-emits its series.
+// Collect gathers every open client's registry and re-emits its series,
+// the counters and histograms added to what closed clients of the same
+// series had, and the closed clients' series no open client has.
 func (k *KafkaClients) Collect(ch chan<- prometheus.Metric) {
 	k.mu.Lock()
 	clients := make([]*kafkaClient, 0, len(k.open))
@@ -106,11 +197,13 @@ func (k *KafkaClients) Collect(ch chan<- prometheus.Metric) {
 		clients = append(clients, c)
 	}
 	k.mu.Unlock()
+	totals := map[string]*series{} // open clients' counters and histograms, by key
 	for _, c := range clients {
 		var reported map[string]func() int64
 		if p := c.buffered.Load(); p != nil {
 			reported = *p
 		}
+		last := map[string]*series{}
 		fams, err := c.reg.Gather()
 		if err != nil {
 			ch <- prometheus.NewInvalidMetric(prometheus.NewDesc(k.namespace+"_client_error", "A Kafka client's metrics could not be gathered.", nil, nil), err)
@@ -122,6 +215,17 @@ func (k *KafkaClients) Collect(ch chan<- prometheus.Metric) {
 			}
 			count := reported[f.GetName()]
 			for _, m := range f.GetMetric() {
+				if x, ok := seriesOf(name, f.GetHelp(), f.GetType(), m); ok {
+					key := seriesKey(name, x.labels)
+					last[key] = x
+					if t := totals[key]; t != nil {
+						t.add(x)
+					} else {
+						totals[key] = &series{name: x.name, help: x.help, typ: x.typ, labels: x.labels}
+						totals[key].add(x)
+					}
+					continue
+				}
 				if count != nil && m.GetGauge() != nil {
 					v := float64(count())
 					m.Gauge.Value = &v
@@ -129,6 +233,27 @@ func (k *KafkaClients) Collect(ch chan<- prometheus.Metric) {
 				ch <- constMetric(name, f.GetHelp(), f.GetType(), m)
 			}
 		}
+		k.mu.Lock()
+		if _, open := k.open[c]; open {
+			c.last = last
+		}
+		k.mu.Unlock()
+	}
+	k.mu.Lock()
+	for key, r := range k.retired {
+		if t := totals[key]; t != nil {
+			t.add(r)
+		} else {
+			totals[key] = r
+		}
+	}
+	emit := make([]prometheus.Metric, 0, len(totals))
+	for _, t := range totals {
+		emit = append(emit, t.metric())
+	}
+	k.mu.Unlock()
+	for _, m := range emit {
+		ch <- m
 	}
 }
 

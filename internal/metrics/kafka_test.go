@@ -24,8 +24,10 @@ func clientsOf(s Snapshot, name string) map[string]bool {
 }
 
 // TestKafkaClientsExposeEachOpenClientOnce: every open client's kprom
-// series appear under its name, a closed client's go, and one registration
-// serves clients that come and go.
+// series appear under its name; a closed client's gauges go, its counters
+// and histograms stay at their totals, and a new client of the same name
+// goes on from them (a series never goes down); one registration serves
+// clients that come and go.
 func TestKafkaClientsExposeEachOpenClientOnce(t *testing.T) {
 	b := kafkatest.Fake(t)
 	k := NewKafkaClients("test_kafka")
@@ -62,16 +64,38 @@ func TestKafkaClientsExposeEachOpenClientOnce(t *testing.T) {
 	if _, ok := s.Sum("test_kafka_buffered_fetch_records"); !ok {
 		t.Error("kprom's buffered_fetch_records_total gauge is not exposed as test_kafka_buffered_fetch_records")
 	}
+	connects := func(s Snapshot, client string) float64 {
+		for _, x := range s.Series("test_kafka_connects_total") {
+			if x.Labels["client"] == client {
+				return x.Value
+			}
+		}
+		return -1
+	}
+	before := connects(gather(), "a")
 	a.Close()
-	if got := clientsOf(gather(), "test_kafka_connects_total"); got["a"] || !got["b"] {
-		t.Errorf("after closing a: clients %v, want b only", got)
+	s = gather()
+	if got := connects(s, "a"); got != before {
+		t.Errorf("after closing a: its connects_total %v, want the total it had, %v", got, before)
+	}
+	for _, x := range s.Series("test_kafka_buffered_fetch_records") {
+		if x.Labels["client"] == "a" {
+			t.Error("after closing a: its gauges are still exposed")
+		}
 	}
 	c.Close()
-	open("a").Close() // the same name again, after the first one closed
-	for name := range gather() {
-		if strings.HasPrefix(name, "test_kafka_") {
-			t.Errorf("%s is still exposed after every client closed", name)
+	again := open("a") // the same name again, after the first one closed
+	if got := connects(gather(), "a"); got < before+1 {
+		t.Errorf("a opened again and connected: connects_total %v, want more than the first a's %v", got, before)
+	}
+	again.Close()
+	for name, f := range gather() {
+		if strings.HasPrefix(name, "test_kafka_") && f.GetType() != dto.MetricType_COUNTER && f.GetType() != dto.MetricType_HISTOGRAM {
+			t.Errorf("%s (a %s) is still exposed after every client closed", name, f.GetType())
 		}
+	}
+	if got := clientsOf(gather(), "test_kafka_connects_total"); !got["a"] || !got["b"] || len(got) != 2 {
+		t.Errorf("after every client closed: connects_total for %v, want a and b at their totals", got)
 	}
 }
 
