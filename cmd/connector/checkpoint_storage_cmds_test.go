@@ -100,19 +100,26 @@ func (j storageJob) save(t *testing.T, m machine, mds ...checkpoint.Metadata) {
 		t.Fatal(err)
 	}
 	for _, md := range mds {
-		file := fmt.Sprintf("worker-0/%06d.sst", md.ID)
-		if err := os.MkdirAll(filepath.Join(m.stateDir, "worker-0"), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(m.stateDir, file), make([]byte, 10*md.ID), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		snap := md.Tasks["worker-0"]
-		snap.Files = []string{file}
-		md.Tasks["worker-0"] = snap
-		if err := st.Save(md); err != nil {
-			t.Fatal(err)
-		}
+		saveWithStateFile(t, st, m.stateDir, md)
+	}
+}
+
+// saveWithStateFile saves md in st, its worker 0 with a state file of its
+// own (worker-0/<id>.sst) under stateDir.
+func saveWithStateFile(t *testing.T, st *store.Store, stateDir string, md checkpoint.Metadata) {
+	t.Helper()
+	file := fmt.Sprintf("worker-0/%06d.sst", md.ID)
+	if err := os.MkdirAll(filepath.Join(stateDir, "worker-0"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(stateDir, file), make([]byte, 10*md.ID), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	snap := md.Tasks["worker-0"]
+	snap.Files = []string{file}
+	md.Tasks["worker-0"] = snap
+	if err := st.Save(md); err != nil {
+		t.Fatal(err)
 	}
 }
 

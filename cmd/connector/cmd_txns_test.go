@@ -108,20 +108,7 @@ func TestTxnsSayWhatANewerUnrestorableCheckpointMeans(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, id := range []checkpoint.ID{1, 2} {
-		md := chk(id, "orders")
-		file := fmt.Sprintf("worker-0/%06d.sst", id)
-		if err := os.MkdirAll(filepath.Join(stateDir, "worker-0"), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(stateDir, file), make([]byte, 10), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		snap := md.Tasks["worker-0"]
-		snap.Files = []string{file}
-		md.Tasks["worker-0"] = snap
-		if err := st.Save(md); err != nil {
-			t.Fatal(err)
-		}
+		saveWithStateFile(t, st, stateDir, chk(id, "orders"))
 	}
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
