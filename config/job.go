@@ -142,7 +142,7 @@ type Pipeline struct {
 // OnDecodeError says what happens to a record whose value a transform cannot
 // decode (for example, not JSON) or the sink cannot write.
 type OnDecodeError struct {
-	Policy DecodeErrorPolicy `yaml:"policy" default:"fail" doc:"fail | skip | dead_letter (at-least-once: a restart may send a record again; headers connector.source.topic, .partition and .offset name it)"`
+	Policy DecodeErrorPolicy `yaml:"policy" default:"fail" doc:"fail | skip | dead_letter (exactly once with checkpoint.mode exactly_once, in transactions committed with the checkpoints; at-least-once otherwise; headers connector.source.topic, .partition and .offset name it)"`
 	Topic  string            `yaml:"topic,omitempty" doc:"the dead-letter topic; required with dead_letter"`
 }
 

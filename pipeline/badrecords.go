@@ -13,19 +13,24 @@ import (
 
 	"github.com/connector-dev/connector/config"
 	"github.com/connector-dev/connector/record"
+	"github.com/connector-dev/connector/sink"
 )
 
 // badRecords applies the configured policy to a record that cannot be
 // decoded or written: fail the job, skip it (counted and logged), or send
-// it to a dead-letter topic. Dead-letter records are produced by an
-// idempotent producer and flushed at every barrier before the worker
-// acknowledges, so a completed checkpoint never covers a record that is in
-// neither the sink nor the dead-letter topic (at-least-once into the
-// dead-letter topic: a restart may send one again).
+// it to a dead-letter topic. It is shared by the workers.
+//
+// Dead letters are exactly once with checkpoint.mode exactly_once: each
+// worker writes them into a transaction of its own, committed when the
+// checkpoint covering their records completes (deadletter_txn.go). With
+// at_least_once they are produced by an idempotent producer and flushed at
+// every barrier before the worker acknowledges, so a completed checkpoint
+// never covers a record that is in neither the sink nor the dead-letter
+// topic, but a restart may send one again.
 type badRecords struct {
 	policy  config.DecodeErrorPolicy
 	topic   string
-	dlq     *kgo.Client // dead_letter only; shared by the workers
+	dlq     *kgo.Client // dead_letter with at_least_once only; shared by the workers
 	limit   int         // dead_letter only: the largest record its topic takes (deadletter.go)
 	metrics *jobMetrics
 	log     zerolog.Logger
@@ -47,8 +52,9 @@ const (
 var errFatal = errors.New("task cannot go on")
 
 // handle returns nil when the record was dealt with, or the error that fails
-// the task.
-func (b *badRecords) handle(ctx context.Context, r *record.Record, cause error) error {
+// the task. txn is the worker's transactional dead-letter writer
+// (exactly_once), nil for the shared idempotent producer.
+func (b *badRecords) handle(ctx context.Context, txn sink.Writer, r *record.Record, cause error) error {
 	switch b.policy {
 	case config.DecodeSkip:
 		b.metrics.badSkipped.Inc()
@@ -61,6 +67,9 @@ func (b *badRecords) handle(ctx context.Context, r *record.Record, cause error) 
 		kr := deadLetter(b.topic, r, cause)
 		if cut := fitDeadLetter(kr, b.limit); cut != "" && b.cut.allow(b.log, place{r.Topic, r.Partition, r.Offset}) {
 			b.log.Warn().Str("topic", r.Topic).Int32("partition", r.Partition).Int64("offset", r.Offset).Int("limit", b.limit).Str("cut", cut).Msg(msgCut)
+		}
+		if txn != nil {
+			return produceTxn(ctx, txn, kr)
 		}
 		b.dlq.Produce(ctx, kr, func(_ *kgo.Record, err error) {
 			if err != nil {
@@ -75,9 +84,9 @@ func (b *badRecords) handle(ctx context.Context, r *record.Record, cause error) 
 	}
 }
 
-// flush waits until every dead-letter record produced so far is
-// acknowledged, and sums up the warnings a burst of bad records left
-// unlogged.
+// flush waits until every dead-letter record the idempotent producer
+// (at_least_once) produced so far is acknowledged, and sums up the
+// warnings a burst of bad records left unlogged.
 func (b *badRecords) flush(ctx context.Context) error {
 	b.skipped.tick(b.log)
 	b.cut.tick(b.log)

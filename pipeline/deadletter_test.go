@@ -110,7 +110,7 @@ func deadLetterOf(t *testing.T, bad *badRecords, cons *kgo.Client, v []byte) *kg
 	r := &record.Record{Topic: "in", Partition: 0, Offset: 9, Timestamp: time.Unix(1, 0), Key: []byte("k"), Value: v,
 		Headers: []record.Header{{Key: "trace", Value: []byte("t-1")}}}
 	cause := &transform.DecodeError{Topic: r.Topic, Offset: r.Offset, Msg: "not a JSON object"}
-	if err := bad.handle(ctx, r, fmt.Errorf("transform 0:filter: %w", cause)); err != nil {
+	if err := bad.handle(ctx, nil, r, fmt.Errorf("transform 0:filter: %w", cause)); err != nil {
 		t.Fatalf("handle: %v", err)
 	}
 	if err := bad.flush(ctx); err != nil {

@@ -51,6 +51,14 @@
 // store.Collect (retention, and deleting what the state gave up). The "checkpoint completed" log line splits its duration into
 // these phases: acked (trigger to the last ack), persist, commit.
 //
+// Bad records (badrecords.go) meet pipeline.on_decode_error. Dead letters
+// are the one place the runtime names a kind: in exactly_once mode they go
+// through a Kafka sink of their own on the dead-letter topic
+// (deadletter_txn.go), one transactional writer per worker, pre-committed
+// at each barrier beside the job's sink, committed after it at
+// NotifyComplete and recovered beside it at restore; in at_least_once mode
+// through an idempotent producer flushed at each barrier (deadletter.go).
+//
 // Metrics: the job's families are defined in metrics.go and registered once
 // per Job on Options.Registry. The data path updates counters where things
 // happen; what an attempt's objects count (consumer lag, transform drops,

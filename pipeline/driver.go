@@ -36,6 +36,11 @@ type driver struct {
 	log       zerolog.Logger
 	onCommit  func(checkpoint.Metadata, restored) // after a checkpoint is committed; may be nil
 	persisted map[checkpoint.ID]persisted
+	// deadLetters is the dead-letter topic's transactional sink and
+	// deadLetterWriters the workers' writers of it (exactly_once dead
+	// letters, deadletter_txn.go); nil without.
+	deadLetters       sink.Sink
+	deadLetterWriters []sink.Writer
 	// commitTimeout bounds one checkpoint's sink commit (commitBound).
 	commitTimeout time.Duration
 	// slowWarning is how often a commit still running says so; 0 means
@@ -213,9 +218,10 @@ func (d *driver) persist(md checkpoint.Metadata) checkpoint.Event {
 }
 
 // complete commits checkpoint n everywhere: the sinks' committables (what
-// they pre-committed at n and at earlier failed barriers), then the
-// source's offsets to the consumer group. A commit that fails fails the job
-// (duty 7): the restart commits again from the same checkpoint.
+// they pre-committed at n and at earlier failed barriers), then the dead
+// letters' transactions, then the source's offsets to the consumer group.
+// A commit that fails fails the job (duty 7): the restart commits again
+// from the same checkpoint.
 func (d *driver) complete(ctx context.Context, a checkpoint.NotifyComplete) {
 	p, ok := d.persisted[a.ID]
 	md := p.md
@@ -234,8 +240,15 @@ func (d *driver) complete(ctx context.Context, a checkpoint.NotifyComplete) {
 		d.failed = fmt.Errorf("sink commit of checkpoint %d: %w", a.ID, err)
 		return
 	}
+	if err := d.commitDeadLetters(ctx, a.ID, r.deadLetters); err != nil {
+		d.failed = fmt.Errorf("dead-letter commit of checkpoint %d: %w", a.ID, err)
+		return
+	}
 	committed := time.Since(commitStart)
 	for _, w := range d.writers {
+		w.Committed(a.ID)
+	}
+	for _, w := range d.deadLetterWriters {
 		w.Committed(a.ID)
 	}
 	d.offsets.submit(r.positions)
@@ -282,18 +295,24 @@ const minCommitTimeout = 30 * time.Second
 // commit runs the sink's Commit of checkpoint id under commitTimeout,
 // warning while it runs long.
 func (d *driver) commit(ctx context.Context, id checkpoint.ID, cs []sink.Committable) error {
+	return d.commitTo(ctx, id, d.sink, "sink commit", cs)
+}
+
+// commitTo runs snk's Commit of checkpoint id under commitTimeout, warning
+// (as what) while it runs long.
+func (d *driver) commitTo(ctx context.Context, id checkpoint.ID, snk sink.Sink, what string, cs []sink.Committable) error {
 	period := d.slowWarning
 	if period <= 0 {
 		period = slowCallWarning
 	}
 	defer warnWhileSlow(d.log.With().Uint64("checkpoint", uint64(id)).Dur("bound_ms", d.commitTimeout).Logger(),
-		period, "sink commit")()
+		period, what)()
 	if d.commitTimeout <= 0 {
-		return d.sink.Commit(ctx, cs)
+		return snk.Commit(ctx, cs)
 	}
 	cctx, cancel := context.WithTimeout(ctx, d.commitTimeout)
 	defer cancel()
-	err := d.sink.Commit(cctx, cs)
+	err := snk.Commit(cctx, cs)
 	if err != nil && ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded) {
 		return fmt.Errorf("did not finish within %v (at least checkpoint.timeout): %w", d.commitTimeout, err)
 	}

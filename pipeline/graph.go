@@ -59,6 +59,7 @@ func (a *attempt) build(r *restoredJob) (*graph, error) {
 		return nil, fmt.Errorf("%w: coordinator: %w", errPermanent, err)
 	}
 	writers := make([]sink.Writer, p)
+	var deadWriters []sink.Writer // exactly_once dead letters only
 	for w := range p {
 		if writers[w], err = r.sink.NewWriter(w); err != nil {
 			return nil, fmt.Errorf("sink writer %d: %w", w, err)
@@ -68,10 +69,20 @@ func (a *attempt) build(r *restoredJob) (*graph, error) {
 		if err != nil {
 			return nil, err
 		}
+		if r.deadLetterSink != nil {
+			dw, err := r.deadLetterSink.NewWriter(w)
+			if err != nil {
+				return nil, fmt.Errorf("dead-letter writer %d: %w", w, err)
+			}
+			a.defer_(func() { _ = dw.Close() })
+			wk.deadLetters = dw
+			deadWriters = append(deadWriters, dw)
+		}
 		g.workers = append(g.workers, wk)
 	}
 	g.driver = &driver{
 		job: j.cfg.Name, coord: coord, store: r.store, readers: g.readers, stopAt: &g.stopAt, sink: r.sink, writers: writers, workers: g.workers,
+		deadLetters: r.deadLetterSink, deadLetterWriters: deadWriters,
 		offsets: newOffsetCommitter(r.source, j.metrics, log),
 		events:  g.events, metrics: j.metrics, health: &j.health, history: &j.history, log: log,
 		persisted:     map[checkpoint.ID]persisted{},

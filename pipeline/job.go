@@ -59,6 +59,9 @@ type Job struct {
 	stopping, stopped atomic.Bool
 	// sinkReached: a sink of this job reached its system once (sink.Env).
 	sinkReached atomic.Bool
+	// deadLetterReached: the same, of the dead-letter topic's
+	// transactional sink (deadletter_txn.go).
+	deadLetterReached atomic.Bool
 }
 
 // New prepares a job; cfg must have been validated (config.Load does).

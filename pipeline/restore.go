@@ -12,6 +12,7 @@ import (
 
 	"github.com/connector-dev/connector/checkpoint"
 	"github.com/connector-dev/connector/checkpoint/store"
+	"github.com/connector-dev/connector/config"
 	"github.com/connector-dev/connector/internal/crashpoint"
 	"github.com/connector-dev/connector/internal/kafkaclient"
 	"github.com/connector-dev/connector/internal/keygroup"
@@ -35,6 +36,10 @@ type restoredJob struct {
 	stores   []*state.Store // per worker; nil entries for a stateless job
 	source   source.Source
 	bad      *badRecords
+	// deadLetterSink is the dead-letter topic's transactional sink the
+	// workers write to (exactly_once dead letters, deadletter_txn.go);
+	// nil otherwise.
+	deadLetterSink sink.Sink
 }
 
 // restore runs the restore phase (DESIGN, "Restart"): step 1 loads the
@@ -57,6 +62,10 @@ func (a *attempt) restore(ctx context.Context, stop <-chan struct{}) (*restoredJ
 	sctx, scancel := untilStop(ctx, stop)
 	defer scancel()
 	snk, err := a.openSink(sctx, r)
+	if err != nil {
+		return nil, err
+	}
+	dls, err := a.openDeadLetterSink(r)
 	if err != nil {
 		return nil, err
 	}
@@ -90,6 +99,12 @@ func (a *attempt) restore(ctx context.Context, stop <-chan struct{}) (*restoredJ
 		}()
 		if err := a.recoverSink(octx, r, snk); err != nil {
 			fail(err)
+			return
+		}
+		if dls != nil {
+			if err := a.recoverDeadLetters(octx, r, dls, a.j.cfg.Pipeline.OnDecodeError.Topic); err != nil {
+				fail(err)
+			}
 		}
 	}()
 	func() {
@@ -124,7 +139,7 @@ func (a *attempt) restore(ctx context.Context, stop <-chan struct{}) (*restoredJ
 	// is never committed ahead of its output.
 	a.commitRestoredPositions(ctx, r)
 	crashpoint.Hit(crashpoint.DuringRestore)
-	if err := a.openDeadLetter(ctx, r); err != nil {
+	if err := a.openDeadLetter(ctx, r, dls); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -336,16 +351,60 @@ func isCancel(err error) bool {
 	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
-// openDeadLetter is step 5: the dead-letter producer, if configured, and
-// the largest record its topic takes.
-func (a *attempt) openDeadLetter(ctx context.Context, r *restoredJob) error {
+// deadLettersExactlyOnce says whether the job's dead letters go through
+// transactions (deadletter_txn.go): policy dead_letter in exactly_once
+// mode. In at_least_once mode the idempotent producer sends them.
+func deadLettersExactlyOnce(cfg *config.Job) bool {
+	return cfg.Pipeline.OnDecodeError.Policy == config.DecodeDeadLetter && cfg.Checkpoint.Mode == checkpoint.ExactlyOnce
+}
+
+// openDeadLetterSink makes the dead-letter topic's transactional sink, to
+// be recovered in step 2 beside the job's sink: with exactly_once dead
+// letters, and also when the restored checkpoint names dead-letter
+// transactions while the job now runs at_least_once (they are committed
+// all the same). nil when neither.
+func (a *attempt) openDeadLetterSink(r *restoredJob) (sink.Sink, error) {
+	cfg := a.j.cfg
+	odc := cfg.Pipeline.OnDecodeError
+	switch {
+	case odc.Policy == config.DecodeDeadLetter && (deadLettersExactlyOnce(cfg) || len(r.deadLetters) > 0):
+		return a.newDeadLetterSink(odc.Topic)
+	case len(r.deadLetters) > 0:
+		// The topic is no longer configured: the transactions cannot be
+		// looked for. Only those of a crash right after the checkpoint
+		// completed are not committed yet.
+		a.j.log.Warn().Uint64("checkpoint", uint64(r.id)).Int("committables", len(r.deadLetters)).
+			Msg("the checkpoint names dead-letter transactions, but pipeline.on_decode_error.policy is no longer dead_letter: any of them not committed yet (a crash right after the checkpoint completed) stays uncommitted; set the policy and topic back to commit them")
+	}
+	return nil, nil
+}
+
+// openDeadLetter is step 5: the bad-record policy, with the dead-letter
+// writers' sink (exactly_once, recovered in step 2: dls) or the
+// idempotent producer (at_least_once), and the largest record the
+// dead-letter topic takes.
+func (a *attempt) openDeadLetter(ctx context.Context, r *restoredJob, dls sink.Sink) error {
 	cfg := a.j.cfg
 	r.bad = &badRecords{policy: cfg.Pipeline.OnDecodeError.Policy, topic: cfg.Pipeline.OnDecodeError.Topic, metrics: a.j.metrics, log: a.j.log,
 		skipped: logBurst{msg: msgSkipped}, cut: logBurst{msg: msgCut}}
-	if r.bad.policy != "dead_letter" {
+	if r.bad.policy != config.DecodeDeadLetter {
 		return nil
 	}
-	dlq, limit, err := dialDeadLetter(ctx, r.bad.topic, append(kafkaclient.Opts(cfg.Kafka, a.j.log), kgo.WithHooks(a.j.metrics.kafka.Hooks("dead-letter")...)), a.j.log)
+	opts := append(kafkaclient.Opts(cfg.Kafka, a.j.log), kgo.WithHooks(a.j.metrics.kafka.Hooks("dead-letter")...))
+	if deadLettersExactlyOnce(cfg) {
+		// The transactional writers take records up to the topic's
+		// max.message.bytes and their producer's batch limit (the Kafka
+		// sink's): dead letters are cut to fit both.
+		cl, err := kgo.NewClient(opts...)
+		if err != nil {
+			return fmt.Errorf("dead-letter topic: %w", err)
+		}
+		r.bad.limit = min(deadLetterLimit(ctx, cl, r.bad.topic, a.j.log), kafkaclient.DefaultMaxBatchBytes)
+		cl.Close()
+		r.deadLetterSink = dls
+		return nil
+	}
+	dlq, limit, err := dialDeadLetter(ctx, r.bad.topic, opts, a.j.log)
 	if err != nil {
 		return fmt.Errorf("dead-letter producer: %w", err)
 	}

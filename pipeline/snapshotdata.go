@@ -11,9 +11,11 @@ import (
 	"github.com/connector-dev/connector/source"
 )
 
-// workerData is a worker's acknowledged snapshot: its sink's committables and
-// its keyed state (a state.Chain, paths relative to the state root): State
-// is the full snapshot ("" for none: a stateless pipeline, or state that
+// workerData is a worker's acknowledged snapshot: its sink's committables,
+// its dead-letter transactions' (DeadLetters: exactly_once dead letters,
+// deadletter_txn.go; absent in checkpoints of versions before, and of jobs
+// without them) and its keyed state (a state.Chain, paths relative to the
+// state root): State is the full snapshot ("" for none: a stateless pipeline, or state that
 // began empty), Changelogs what changed after it; KeyGroups the key groups
 // the state holds, of MaxParallelism, keyed by KeyBy (pipeline.key_by; ""
 // the Kafka key), and DedupKeys each dedup's key field by its name (absent
@@ -21,6 +23,7 @@ import (
 // MaxParallelism was written before key groups existed.
 type workerData struct {
 	Committables   []sink.Committable `json:"committables,omitempty"`
+	DeadLetters    []sink.Committable `json:"dead_letter_committables,omitempty"`
 	State          string             `json:"state,omitempty"`
 	Changelogs     []string           `json:"changelogs,omitempty"`
 	KeyGroups      *keygroup.Range    `json:"key_groups,omitempty"`
@@ -60,6 +63,9 @@ type restored struct {
 	committables []sink.Committable
 	state        []stateChain // by worker, of those with keyed state
 	workers      int
+	// deadLetters are the dead-letter sink's committables (exactly_once
+	// dead letters); none in a checkpoint written before them.
+	deadLetters []sink.Committable
 	// maxParallelism is the number of key groups the keyed state is split
 	// into; 0 when the checkpoint holds none, or predates key groups.
 	maxParallelism int
@@ -110,6 +116,7 @@ func fromMetadata(md *checkpoint.Metadata) (restored, error) {
 			}
 			r.workers++
 			r.committables = append(r.committables, d.Committables...)
+			r.deadLetters = append(r.deadLetters, d.DeadLetters...)
 			if err := r.addState(t.index, d); err != nil {
 				return r, fmt.Errorf("checkpoint %d task %s: %w", md.ID, t, err)
 			}

@@ -33,10 +33,15 @@ type worker struct {
 	states  *stateFiles
 	writer  sink.Writer
 	bad     *badRecords
-	events  chan<- checkpoint.Event
-	aborts  chan checkpoint.ID // checkpoints the Coordinator aborted
-	metrics *jobMetrics
-	log     zerolog.Logger
+	// deadLetters is the worker's transactional writer of the dead-letter
+	// topic (dead letters exactly once: checkpoint.mode exactly_once,
+	// deadletter_txn.go); nil otherwise. Pre-committed at every barrier
+	// with the sink, its committables ride in the worker's snapshot.
+	deadLetters sink.Writer
+	events      chan<- checkpoint.Event
+	aborts      chan checkpoint.ID // checkpoints the Coordinator aborted
+	metrics     *jobMetrics
+	log         zerolog.Logger
 	// finishing is closed when the sink's asynchronous pre-commit of the
 	// last snapshot ended (and the worker acked or declined); nil if none
 	// ran. Only the worker's goroutine reads or replaces it.
@@ -197,7 +202,7 @@ func (w *worker) process(ctx context.Context, b batch) error {
 			}
 			if err != nil {
 				r.Key, r.Value = key, value
-				if err := w.bad.handle(ctx, r, err); err != nil {
+				if err := w.bad.handle(ctx, w.deadLetters, r, err); err != nil {
 					return fmt.Errorf("%s: %w", w.task, err)
 				}
 				continue
@@ -209,7 +214,7 @@ func (w *worker) process(ctx context.Context, b batch) error {
 		if err := w.writer.Write(ctx, r); err != nil {
 			if errors.Is(err, sink.ErrBadRecord) {
 				r.Key, r.Value = key, value
-				if err := w.bad.handle(ctx, r, err); err != nil {
+				if err := w.bad.handle(ctx, w.deadLetters, r, err); err != nil {
 					return fmt.Errorf("%s: %w", w.task, err)
 				}
 				continue
@@ -223,7 +228,8 @@ func (w *worker) process(ctx context.Context, b batch) error {
 }
 
 // snapshot takes checkpoint n's snapshot of this worker: keyed state, the
-// dead-letter producer flushed, the sink pre-committed. Any failure declines
+// dead letters flushed (at_least_once) or pre-committed (exactly_once),
+// the sink pre-committed. Any failure declines
 // the checkpoint and leaves the worker running: the job goes on and a later
 // checkpoint carries what this one could not.
 //
@@ -314,6 +320,17 @@ func (w *worker) takeSnapshot(ctx context.Context, id checkpoint.ID) (finish fun
 	if err := w.bad.flush(ctx); err != nil {
 		return nil, false, err
 	}
+	// The dead letters' transaction is pre-committed first, at once: a
+	// checkpoint without dead letters opened none, and costs nothing. Its
+	// failure is sink.ErrLost (the task fails: the restart reads the bad
+	// records again); its committables are carried until committed, as
+	// the sink's are.
+	var dead []sink.Committable
+	if w.deadLetters != nil {
+		if dead, err = w.deadLetters.PreCommit(ctx, id); err != nil {
+			return nil, false, fmt.Errorf("dead-letter pre-commit: %w", err)
+		}
+	}
 	var cs []sink.Committable
 	sinkRest := func() error { return nil }
 	if apc, ok := w.writer.(sink.AsyncPreCommitter); ok {
@@ -361,7 +378,7 @@ func (w *worker) takeSnapshot(ctx context.Context, id checkpoint.ID) (finish fun
 		if err = errors.Join(err, sinkErr(sinkRest())); err != nil {
 			return checkpoint.Snapshot{}, err
 		}
-		data.Committables = cs
+		data.Committables, data.DeadLetters = cs, dead
 		snap.Data, err = data.encode()
 		return snap, err
 	}
