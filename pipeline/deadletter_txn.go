@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/connector-dev/connector/checkpoint"
+	"github.com/connector-dev/connector/config"
 	"github.com/connector-dev/connector/internal/cfgkey"
 	"github.com/connector-dev/connector/record"
 	"github.com/connector-dev/connector/sink"
@@ -61,22 +62,35 @@ func deadLetterJob(job string) string { return job + ":dlq" }
 // loses nothing: a restart produces it again from the log.
 const defaultDeadLetterTxnTimeout = 10 * time.Minute
 
-// newDeadLetterSink makes the transactional sink of the dead-letter topic
-// (it does not contact the cluster: Recover does).
-func (a *attempt) newDeadLetterSink(topic string) (sink.Sink, error) {
-	j, cfg := a.j, a.j.cfg
+// DeadLetterSink is the Kafka sink of job's dead-letter topic
+// (pipeline.on_decode_error.topic) as exactly_once dead letters write it,
+// for env (env.Job is replaced by the job under its dead-letter name): the
+// runtime's, and the txns command's. It does not contact the cluster.
+func DeadLetterSink(job *config.Job, env sink.Env) (*kafkasink.Sink, error) {
 	timeout := defaultDeadLetterTxnTimeout
-	if kc, ok := cfg.Sink.Config.(*kafkasink.Config); ok && cfg.Sink.Type == "kafka" && kc.TransactionTimeout > 0 {
+	if kc, ok := job.Sink.Config.(*kafkasink.Config); ok && job.Sink.Type == "kafka" && kc.TransactionTimeout > 0 {
 		timeout = kc.TransactionTimeout
 	}
-	dj := *cfg
-	dj.Name = deadLetterJob(cfg.Name)
-	hooks := j.metrics.kafka.Hooks
-	snk, err := kafkasink.New(kafkasink.Config{Topic: topic, Partitioning: kafkasink.PartitionByKey, Compression: "none", TransactionTimeout: timeout},
-		sink.Env{Job: &dj, Log: j.log.With().Bool("dead_letter", true).Logger(), Reached: &j.deadLetterReached,
-			KafkaHooks: func(client string) []kgo.Hook { return hooks("dead-letter-" + strings.TrimPrefix(client, "sink-")) }})
+	dj := *job
+	dj.Name = deadLetterJob(job.Name)
+	env.Job = &dj
+	topic := job.Pipeline.OnDecodeError.Topic
+	snk, err := kafkasink.New(kafkasink.Config{Topic: topic, Partitioning: kafkasink.PartitionByKey, Compression: "none", TransactionTimeout: timeout}, env)
 	if err != nil {
 		return nil, deadLetterErr(topic, err)
+	}
+	return snk, nil
+}
+
+// newDeadLetterSink makes the transactional sink of the dead-letter topic
+// (it does not contact the cluster: Recover does).
+func (a *attempt) newDeadLetterSink() (sink.Sink, error) {
+	j := a.j
+	hooks := j.metrics.kafka.Hooks
+	snk, err := DeadLetterSink(j.cfg, sink.Env{Log: j.log.With().Bool("dead_letter", true).Logger(), Reached: &j.deadLetterReached,
+		KafkaHooks: func(client string) []kgo.Hook { return hooks("dead-letter-" + strings.TrimPrefix(client, "sink-")) }})
+	if err != nil {
+		return nil, err
 	}
 	a.defer_(func() { _ = snk.Close() })
 	return snk, nil

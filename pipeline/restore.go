@@ -368,7 +368,7 @@ func (a *attempt) openDeadLetterSink(r *restoredJob) (sink.Sink, error) {
 	odc := cfg.Pipeline.OnDecodeError
 	switch {
 	case odc.Policy == config.DecodeDeadLetter && (deadLettersExactlyOnce(cfg) || len(r.deadLetters) > 0):
-		return a.newDeadLetterSink(odc.Topic)
+		return a.newDeadLetterSink()
 	case len(r.deadLetters) > 0:
 		// The topic is no longer configured: the transactions cannot be
 		// looked for. Only those of a crash right after the checkpoint

@@ -153,6 +153,13 @@ func Committables(md *checkpoint.Metadata) ([]sink.Committable, error) {
 	return r.committables, err
 }
 
+// DeadLetterCommittables returns the dead-letter transactions' committables
+// md's workers acknowledged (exactly_once dead letters, DeadLetterSink).
+func DeadLetterCommittables(md *checkpoint.Metadata) ([]sink.Committable, error) {
+	r, err := fromMetadata(md)
+	return r.deadLetters, err
+}
+
 // keyByName names what pipeline.key_by value k keys records by, for errors.
 func keyByName(k string) string {
 	if k == "" {

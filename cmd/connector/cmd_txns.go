@@ -26,12 +26,15 @@ func init() {
 	})
 }
 
-const txnsUsage = `usage: connector txns list   --config FILE [--slot K] [--json]
-       connector txns abort  --config FILE [--slot K] TXN_ID
-       connector txns commit --config FILE [--slot K] TXN_ID
+const txnsUsage = `usage: connector txns list   --config FILE [--slot K] [--dead-letters] [--json]
+       connector txns abort  --config FILE [--slot K] [--dead-letters] TXN_ID
+       connector txns commit --config FILE [--slot K] [--dead-letters] TXN_ID
 
 For a job with sink.type: kafka, stopped (its checkpoint dir is locked
-while it runs); in group mode, one slot's job, named with --slot.
+while it runs); in group mode, one slot's job, named with --slot. With
+--dead-letters, the transactions of the job's dead-letter topic instead
+(pipeline.on_decode_error: dead_letter with checkpoint.mode exactly_once,
+any sink type; ids <job>:dlq-w<worker>-t<n>).
 
 list    every transactional id of the job the brokers know: state, producer
         id and epoch, age of the open transaction, and the completed
@@ -73,6 +76,7 @@ func runTxns(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	path := configFlag(fs)
 	slot := slotFlag(fs)
 	asJSON := fs.Bool("json", false, "list: print a JSON array instead of a table")
+	deadLetters := fs.Bool("dead-letters", false, "the transactions of the job's dead-letter topic, not of its kafka sink")
 	id, code, ok := parseOneArg(fs, args[1:])
 	if !ok {
 		return code
@@ -89,8 +93,12 @@ func runTxns(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if job, ok = jobOfSlot(job, *slot, "connector txns "+sub, stderr); !ok {
 		return exitUsage
 	}
-	if job.Sink.Type != "kafka" {
-		fmt.Fprintf(stderr, "connector txns: %s: sink.type is %s: only a kafka sink has transactions\n", *path, job.Sink.Type)
+	switch {
+	case *deadLetters && (job.Pipeline.OnDecodeError.Policy != config.DecodeDeadLetter || job.Checkpoint.Mode != checkpoint.ExactlyOnce):
+		fmt.Fprintf(stderr, "connector txns: %s: --dead-letters: dead letters are written in transactions only with pipeline.on_decode_error.policy dead_letter and checkpoint.mode exactly_once\n", *path)
+		return exitUsage
+	case !*deadLetters && job.Sink.Type != "kafka":
+		fmt.Fprintf(stderr, "connector txns: %s: sink.type is %s: only a kafka sink has transactions (the dead-letter topic's: --dead-letters)\n", *path, job.Sink.Type)
 		return exitUsage
 	}
 	// The store's lock keeps the job from starting while this runs.
@@ -121,13 +129,17 @@ func runTxns(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		if md != nil {
 			checkpointID = strconv.FormatUint(uint64(md.ID), 10)
-			if restored, err = pipeline.Committables(md); err != nil {
+			committables := pipeline.Committables
+			if *deadLetters {
+				committables = pipeline.DeadLetterCommittables
+			}
+			if restored, err = committables(md); err != nil {
 				fmt.Fprintf(stderr, "connector txns %s: %v\n", sub, err)
 				return exitFailure
 			}
 		}
 	}
-	snk, err := newKafkaSink(job, stderr)
+	snk, err := newKafkaSink(job, *deadLetters, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "connector txns %s: %v\n", sub, err)
 		return exitFailure
@@ -177,9 +189,13 @@ func runTxns(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 }
 
-// newKafkaSink makes the kafka sink of job, logging to stderr.
-func newKafkaSink(job *config.Job, stderr io.Writer) (*kafka.Sink, error) {
+// newKafkaSink makes the kafka sink of job, or of its dead-letter topic,
+// logging to stderr.
+func newKafkaSink(job *config.Job, deadLetters bool, stderr io.Writer) (*kafka.Sink, error) {
 	log := zerolog.New(zerolog.ConsoleWriter{Out: stderr, NoColor: true, PartsExclude: []string{zerolog.TimestampFieldName}}).Level(zerolog.WarnLevel)
+	if deadLetters {
+		return pipeline.DeadLetterSink(job, sink.Env{Log: log})
+	}
 	return kafka.New(*job.Sink.Config.(*kafka.Config), sink.Env{Job: job, Log: log})
 }
 

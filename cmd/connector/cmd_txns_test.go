@@ -1,14 +1,18 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/connector-dev/connector/checkpoint"
 	"github.com/connector-dev/connector/checkpoint/store"
@@ -138,5 +142,74 @@ sink: {type: kafka, topic: %q}
 	// Past the check, abort asks the cluster, which knows no such id.
 	if code, _, errOut := call(t, "txns", "abort", "--config", job("fall_back"), "orders-w0-t0"); code != exitFailure || !warned(errOut) || !strings.Contains(errOut, "know no transactional id orders-w0-t0") {
 		t.Errorf("on_unrestorable fall_back: txns abort: exit %d, stderr %q; want a warning naming checkpoints 2 and 1, then the cluster's answer", code, errOut)
+	}
+}
+
+// txns --dead-letters works on the dead-letter topic's transactions
+// (exactly_once dead letters, any sink type): a completed checkpoint that
+// names an open dead-letter transaction has it listed as needed, its abort
+// refused and its commit done, as for a kafka sink's.
+func TestTxnsOfTheDeadLetterTopic(t *testing.T) {
+	b := kafkatest.RealCluster(t)
+	dlq := kafkatest.Topic(t, b, 1)
+	name := fmt.Sprintf("txns-dlq-%d", time.Now().UnixNano())
+	txnID := name + ":dlq-w0-t0"
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	prod, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs...), kgo.TransactionalID(txnID), kgo.DefaultProduceTopic(dlq),
+		kgo.TransactionTimeout(5*time.Minute)) // open for the whole test, however slow
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(prod.Close)
+	if err := prod.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := prod.ProduceSync(ctx, kgo.StringRecord("a dead letter")).First()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, epoch, err := prod.ProducerID(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seg, _ := json.Marshal(map[string]any{"txn": txnID, "pid": pid, "epoch": epoch, "records": 1,
+		"ranges": []map[string]any{{"topic": dlq, "partition": rec.Partition, "first": rec.Offset, "last": rec.Offset}}})
+	committable, _ := json.Marshal(map[string]any{"checkpoint": 1, "writer": 0, "data": json.RawMessage(seg)})
+	worker, _ := json.Marshal(map[string]any{"dead_letter_committables": []json.RawMessage{committable}})
+
+	root := t.TempDir()
+	ckptDir, stateDir := filepath.Join(root, "checkpoints"), filepath.Join(root, "state")
+	st, err := store.Open(vfs.Default, ckptDir, stateDir, 3, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := chk(1, name)
+	md.Tasks["worker-0"] = checkpoint.Snapshot{Data: worker}
+	saveWithStateFile(t, st, stateDir, md)
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	job := writeFile(t, "job.yaml", fmt.Sprintf(`name: %s
+kafka: {brokers: [%q]}
+source: {topics: [orders]}
+checkpoint: {dir: %q}
+state: {dir: %q}
+pipeline: {on_decode_error: {policy: dead_letter, topic: %q}}
+sink: {type: file, path: %q}
+`, name, b.Addrs[0], ckptDir, stateDir, dlq, filepath.Join(root, "out")))
+
+	if code, _, errOut := call(t, "txns", "list", "--config", job); code != exitUsage || !strings.Contains(errOut, "--dead-letters") {
+		t.Errorf("txns list of a file-sink job: exit %d, stderr %q; want 2, pointing to --dead-letters", code, errOut)
+	}
+	code, out, errOut := call(t, "txns", "list", "--config", job, "--dead-letters")
+	if code != 0 || !strings.Contains(out, txnID) || !strings.Contains(out, "1 (needed)") {
+		t.Errorf("txns list --dead-letters: exit %d\nstdout:\n%s\nstderr:\n%s\nwant %s, needed by checkpoint 1", code, out, errOut, txnID)
+	}
+	if code, _, errOut := call(t, "txns", "abort", "--config", job, "--dead-letters", txnID); code != exitFailure || !strings.Contains(errOut, "aborting is refused") {
+		t.Errorf("txns abort --dead-letters %s: exit %d, stderr %q; want it refused: checkpoint 1 needs it", txnID, code, errOut)
+	}
+	if code, out, errOut := call(t, "txns", "commit", "--config", job, "--dead-letters", txnID); code != 0 || !strings.Contains(out, "the output of checkpoint 1 is committed") {
+		t.Errorf("txns commit --dead-letters %s: exit %d, stdout %q, stderr %q; want checkpoint 1's dead letters committed", txnID, code, out, errOut)
 	}
 }
