@@ -24,6 +24,7 @@ type flushFailures struct {
 	jobs       map[int]uint64 // attempts under way: Pebble's job ID -> number
 	err        error          // the last failure
 	errAttempt uint64         // its attempt's number
+	failing    bool           // the last attempt that ended failed
 	next       chan struct{}  // closed at the next failure; nil: nobody waits
 }
 
@@ -43,6 +44,7 @@ func (f *flushFailures) ended(job int, err error) {
 	defer f.mu.Unlock()
 	n := f.jobs[job]
 	delete(f.jobs, job)
+	f.failing = err != nil
 	if err == nil {
 		return
 	}
@@ -70,6 +72,17 @@ func (f *flushFailures) watch() <-chan struct{} {
 	return f.next
 }
 
+// stillFailing returns the last failure if no attempt ended well after
+// it, else nil.
+func (f *flushFailures) stillFailing() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.failing {
+		return f.err
+	}
+	return nil
+}
+
 // failedAfter returns the last failure if its attempt began after attempt
 // n, else nil.
 func (f *flushFailures) failedAfter(n uint64) error {
@@ -85,7 +98,16 @@ func (f *flushFailures) failedAfter(n uint64) error {
 // returns the error of a flush attempt begun after the call that failed
 // meanwhile (the flush then goes on in the background, retried by Pebble,
 // and a later call waits for it).
+//
+// While the last flush failed (Pebble retries it), it returns that failure
+// at once: another flush asked for would only queue one more memtable
+// behind it, and at Pebble's limit of queued memtables every write and
+// flush blocks until the disk has room (snapshots failing on a full disk,
+// one a tick while a job stops, wedged it).
 func (s *Store) flushWait(db *pebble.DB) error {
+	if err := s.flushes.stillFailing(); err != nil {
+		return err
+	}
 	since := s.flushes.attempts()
 	done, err := db.AsyncFlush()
 	if err != nil {

@@ -72,9 +72,31 @@ func TestACheckpointOnAFullDiskFailsAndTheNextOneAfterSucceeds(t *testing.T) {
 			"the worker is blocked in Pebble's Flush, which retries the failed flush until the disk has room")
 	}
 	set(t, s, "d", "4")
-	c := checkpointT(t, s, root, 4)
+	c := checkpointOnceRoom(t, s, root, 4)
 	got := contents(t, openChain(t, root, c))
 	if want := map[string]string{"a": "1", "b": "2", "c": "3", "d": "4"}; !maps.Equal(got, want) {
 		t.Fatalf("checkpoint 4, after the disk had room again, restores %v, want %v", got, want)
+	}
+}
+
+// checkpointOnceRoom takes checkpoints from barrier n on until one
+// succeeds, within 10 s, and returns its chain: once the disk has room, a
+// checkpoint fails with the full disk's error until Pebble's retry of the
+// failed flush went through (flushWait), a few milliseconds.
+func checkpointOnceRoom(t *testing.T, s *Store, root string, n int) Chain {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for ; ; n++ {
+		p, err := s.Checkpoint(fullDir(root, n), changelogPath(root, n))
+		if err == nil {
+			var c Chain
+			if c, err = p.Wait(); err == nil {
+				return c
+			}
+		}
+		if !errors.Is(err, syscall.ENOSPC) || time.Now().After(deadline) {
+			t.Fatalf("checkpoint %d, the disk having room again: %v", n, err)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -29,9 +29,17 @@ func (l pebbleLogger) Errorf(format string, args ...any) {
 }
 
 // Fatalf is called by Pebble on an invariant violation it cannot continue
-// from; like Pebble's default logger, it does not return.
+// from; like Pebble's default logger, it does not return: it panics with a
+// pebbleFatal. Pebble also calls it when it cannot write its MANIFEST (a
+// full disk) while it opens a database: openPebble turns that one into an
+// error.
 func (l pebbleLogger) Fatalf(format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	l.log.Error().Str("from", "pebble").Msg(msg)
-	panic("pebble: " + msg)
+	panic(pebbleFatal("pebble: " + msg))
 }
+
+// pebbleFatal is the value Fatalf panics with.
+type pebbleFatal string
+
+func (f pebbleFatal) Error() string { return string(f) }

@@ -148,7 +148,7 @@ func open(cfg Config, log zerolog.Logger, wal bool) (*Store, error) {
 	if testPebbleOptions != nil {
 		testPebbleOptions(opts)
 	}
-	db, err := pebble.Open(cfg.Dir, opts)
+	db, err := openPebble(cfg.Dir, opts)
 	if err != nil {
 		return nil, fmt.Errorf("open state %s: %w", cfg.Dir, err)
 	}
@@ -289,4 +289,23 @@ func (s *Store) Close() error {
 		return fmt.Errorf("close state %s: %w", s.dir, err)
 	}
 	return nil
+}
+
+// openPebble is pebble.Open, with a Fatalf during it (pebbleLogger) as an
+// error: on a full disk Pebble cannot write the MANIFEST of the database
+// it creates and calls Fatalf, which made a job's start or restart a panic
+// (exit 3, in a loop while the disk stays full) where it should fail the
+// attempt and be retried. Nothing of the working copy is kept: the next
+// Open starts it afresh. A Fatalf once the database is open still panics.
+func openPebble(dir string, opts *pebble.Options) (db *pebble.DB, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			f, ok := p.(pebbleFatal)
+			if !ok {
+				panic(p)
+			}
+			db, err = nil, f
+		}
+	}()
+	return pebble.Open(dir, opts)
 }
