@@ -129,7 +129,9 @@ func NewKafkaClients(namespace string) *KafkaClients {
 func (k *KafkaClients) Hooks(name string) []kgo.Hook {
 	c := &kafkaClient{k: k, reg: prometheus.NewRegistry()}
 	m := kprom.NewMetrics(k.namespace, kprom.Registry(c.reg), kprom.WithStaticLabel(prometheus.Labels{"client": name}))
-	return []kgo.Hook{m, c} // kprom makes its series before c exposes them
+	// c first: at a close it gathers the client's counters before kprom
+	// drops its series.
+	return []kgo.Hook{c, m}
 }
 
 // kafkaClient is one client's kprom registry; its hooks add it to and
@@ -141,10 +143,6 @@ type kafkaClient struct {
 	// bytes in place of kprom's gauges (ReportBufferedFetch), by the
 	// gauges' kprom names.
 	buffered atomic.Pointer[map[string]func() int64]
-	// last is the client's counter and histogram series as last scraped,
-	// by seriesKey (under k.mu): retired when it closes, as kprom drops
-	// its series then.
-	last map[string]*series
 }
 
 // ReportBufferedFetch makes records and bytes the client's buffered fetch
@@ -169,18 +167,60 @@ func (c *kafkaClient) OnNewClient(*kgo.Client) {
 	c.k.mu.Unlock()
 }
 
+// OnClientClosed retires the client: its counters and histograms, gathered
+// now (before kprom's own hook drops them), are kept in the totals.
 func (c *kafkaClient) OnClientClosed(*kgo.Client) {
+	last, _ := c.k.gather(c, nil)
 	c.k.mu.Lock()
 	delete(c.k.open, c)
-	for key, x := range c.last {
-		if r := c.k.retired[key]; r != nil {
-			r.add(x)
-		} else {
-			c.k.retired[key] = x
+	for key, x := range last {
+		addTo(c.k.retired, key, x)
+	}
+	c.k.mu.Unlock()
+}
+
+// addTo adds x to m's series of key.
+func addTo(m map[string]*series, key string, x *series) {
+	t := m[key]
+	if t == nil {
+		t = &series{name: x.name, help: x.help, typ: x.typ, labels: x.labels}
+		m[key] = t
+	}
+	t.add(x)
+}
+
+// gather gathers c's registry: its counters and histograms by seriesKey;
+// the rest (gauges, with what ReportBufferedFetch gave) emitted into ch if
+// not nil.
+func (k *KafkaClients) gather(c *kafkaClient, ch chan<- prometheus.Metric) (map[string]*series, error) {
+	var reported map[string]func() int64
+	if p := c.buffered.Load(); p != nil {
+		reported = *p
+	}
+	out := map[string]*series{}
+	fams, err := c.reg.Gather()
+	for _, f := range fams {
+		name := f.GetName()
+		if f.GetType() == dto.MetricType_GAUGE {
+			name = strings.TrimSuffix(name, "_total")
+		}
+		count := reported[f.GetName()]
+		for _, m := range f.GetMetric() {
+			if x, ok := seriesOf(name, f.GetHelp(), f.GetType(), m); ok {
+				out[seriesKey(name, x.labels)] = x
+				continue
+			}
+			if ch == nil {
+				continue
+			}
+			if count != nil && m.GetGauge() != nil {
+				v := float64(count())
+				m.Gauge.Value = &v
+			}
+			ch <- constMetric(name, f.GetHelp(), f.GetType(), m)
 		}
 	}
-	c.last = nil
-	c.k.mu.Unlock()
+	return out, err
 }
 
 // Describe describes nothing: the collector is unchecked, since its series
@@ -197,55 +237,27 @@ func (k *KafkaClients) Collect(ch chan<- prometheus.Metric) {
 		clients = append(clients, c)
 	}
 	k.mu.Unlock()
-	totals := map[string]*series{} // open clients' counters and histograms, by key
+	gathered := make(map[*kafkaClient]map[string]*series, len(clients))
 	for _, c := range clients {
-		var reported map[string]func() int64
-		if p := c.buffered.Load(); p != nil {
-			reported = *p
-		}
-		last := map[string]*series{}
-		fams, err := c.reg.Gather()
-		if err != nil {
+		var err error
+		if gathered[c], err = k.gather(c, ch); err != nil {
 			ch <- prometheus.NewInvalidMetric(prometheus.NewDesc(k.namespace+"_client_error", "A Kafka client's metrics could not be gathered.", nil, nil), err)
 		}
-		for _, f := range fams {
-			name := f.GetName()
-			if f.GetType() == dto.MetricType_GAUGE {
-				name = strings.TrimSuffix(name, "_total")
-			}
-			count := reported[f.GetName()]
-			for _, m := range f.GetMetric() {
-				if x, ok := seriesOf(name, f.GetHelp(), f.GetType(), m); ok {
-					key := seriesKey(name, x.labels)
-					last[key] = x
-					if t := totals[key]; t != nil {
-						t.add(x)
-					} else {
-						totals[key] = &series{name: x.name, help: x.help, typ: x.typ, labels: x.labels}
-						totals[key].add(x)
-					}
-					continue
-				}
-				if count != nil && m.GetGauge() != nil {
-					v := float64(count())
-					m.Gauge.Value = &v
-				}
-				ch <- constMetric(name, f.GetHelp(), f.GetType(), m)
-			}
-		}
-		k.mu.Lock()
-		if _, open := k.open[c]; open {
-			c.last = last
-		}
-		k.mu.Unlock()
 	}
+	// Under one lock: a client closed since it was gathered is in retired
+	// (gathered again by its close), and only there.
+	totals := map[string]*series{}
 	k.mu.Lock()
-	for key, r := range k.retired {
-		if t := totals[key]; t != nil {
-			t.add(r)
-		} else {
-			totals[key] = r
+	for c, last := range gathered {
+		if _, open := k.open[c]; !open {
+			continue
 		}
+		for key, x := range last {
+			addTo(totals, key, x)
+		}
+	}
+	for key, r := range k.retired {
+		addTo(totals, key, r)
 	}
 	emit := make([]prometheus.Metric, 0, len(totals))
 	for _, t := range totals {
