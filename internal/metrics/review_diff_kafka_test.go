@@ -93,4 +93,3 @@ func TestReviewDiffClientClosedDuringCollectIsNotCountedTwice(t *testing.T) {
 		t.Errorf("connects_total{client=a}: %v before, %v in the scrape the client closed during, %v after; want %v throughout", before, during, after, before)
 	}
 }
-
