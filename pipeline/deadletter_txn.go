@@ -58,7 +58,8 @@ func deadLetterJob(job string) string { return job + ":dlq" }
 
 // defaultDeadLetterTxnTimeout is the dead-letter transactions' timeout
 // when the job's sink is not Kafka (else the sink's transaction_timeout):
-// the Kafka sink's default. A transaction the broker aborts on timeout
+// the Kafka sink's default, or the brokers' transaction.max.timeout.ms if
+// lower. A transaction the broker aborts on timeout
 // loses nothing: a restart produces it again from the log.
 const defaultDeadLetterTxnTimeout = 10 * time.Minute
 
@@ -67,15 +68,17 @@ const defaultDeadLetterTxnTimeout = 10 * time.Minute
 // for env (env.Job is replaced by the job under its dead-letter name): the
 // runtime's, and the txns command's. It does not contact the cluster.
 func DeadLetterSink(job *config.Job, env sink.Env) (*kafkasink.Sink, error) {
-	timeout := defaultDeadLetterTxnTimeout
+	// The sink's transaction_timeout when it is Kafka; else a default no
+	// key sets, lowered to the brokers' maximum if above it.
+	timeout, fit := defaultDeadLetterTxnTimeout, true
 	if kc, ok := job.Sink.Config.(*kafkasink.Config); ok && job.Sink.Type == "kafka" && kc.TransactionTimeout > 0 {
-		timeout = kc.TransactionTimeout
+		timeout, fit = kc.TransactionTimeout, false
 	}
 	dj := *job
 	dj.Name = deadLetterJob(job.Name)
 	env.Job = &dj
 	topic := job.Pipeline.OnDecodeError.Topic
-	snk, err := kafkasink.New(kafkasink.Config{Topic: topic, Partitioning: kafkasink.PartitionByKey, Compression: "none", TransactionTimeout: timeout}, env)
+	snk, err := kafkasink.New(kafkasink.Config{Topic: topic, Partitioning: kafkasink.PartitionByKey, Compression: "none", TransactionTimeout: timeout, FitTimeout: fit}, env)
 	if err != nil {
 		return nil, deadLetterErr(topic, err)
 	}

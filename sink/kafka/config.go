@@ -48,6 +48,11 @@ type Config struct {
 	// transaction.max.timeout.ms (checked at start). A transaction the
 	// broker aborts on timeout loses nothing: see the package doc.
 	TransactionTimeout time.Duration `yaml:"transaction_timeout" default:"10m" doc:"the transactions' timeout; above checkpoint.timeout"`
+	// FitTimeout lowers TransactionTimeout to the brokers'
+	// transaction.max.timeout.ms at start instead of refusing it: for a
+	// sink whose timeout no key of the job sets (the dead-letter topic's
+	// of a job whose sink is not Kafka). Not a config key.
+	FitTimeout bool `yaml:"-"`
 	// Brokers, if set, are another cluster's seed brokers, reached with
 	// the SASL and TLS settings below (not kafka:'s); default: the
 	// cluster of kafka:, with its settings.

@@ -172,6 +172,10 @@ func (s *Sink) prepare(ctx context.Context) error {
 		// Not allowed to describe it, say: the first transaction finds out
 		// (timeoutTooLong).
 		s.log.Debug().Err(err).Msg("kafka sink: cannot read the brokers' transaction.max.timeout.ms")
+	case max > 0 && s.cfg.TransactionTimeout > time.Duration(max)*time.Millisecond && s.cfg.FitTimeout:
+		limit := time.Duration(max) * time.Millisecond
+		s.timeout.Store(int64(limit))
+		s.log.Info().Dur("transaction_timeout_ms", limit).Msg("kafka sink: transactions time out at the brokers' transaction.max.timeout.ms")
 	case max > 0 && s.cfg.TransactionTimeout > time.Duration(max)*time.Millisecond:
 		return s.timeoutTooLong(time.Duration(max) * time.Millisecond)
 	}

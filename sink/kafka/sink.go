@@ -34,6 +34,9 @@ type Sink struct {
 	// in one of an earlier attempt (sink.Env.Reached): refusals are
 	// misconfigurations only before.
 	reached *atomic.Bool
+	// timeout is the transactions' timeout: cfg's, or the brokers'
+	// maximum below it with cfg.FitTimeout (prepare), in ns.
+	timeout atomic.Int64
 	slots   int // transactional ids per writer
 	log     zerolog.Logger
 
@@ -80,7 +83,7 @@ func New(cfg Config, env sink.Env) (*Sink, error) {
 	if reached == nil {
 		reached = new(atomic.Bool)
 	}
-	return &Sink{
+	s := &Sink{
 		reached: reached,
 		cfg:     cfg, job: env.Job.Name, conn: conn, log: env.Log.With().Str("sink", "kafka").Str("topic", cfg.Topic).Logger(),
 		// The current transaction, the pre-committed ones awaiting their
@@ -89,7 +92,9 @@ func New(cfg Config, env sink.Env) (*Sink, error) {
 		slots: c.TolerableFailures + c.MaxConcurrent + 2,
 		admin: admin, adm: kadm.NewClient(admin), hooks: env.KafkaHooks,
 		writers: map[int]*writer{}, open: map[string]*txn{}, progress: map[int]checkpoint.ID{}, topics: map[string]cachedTopic{},
-	}, nil
+	}
+	s.timeout.Store(int64(cfg.TransactionTimeout))
+	return s, nil
 }
 
 // txnID is the transactional id of one slot of one writer: a bounded set
@@ -108,7 +113,7 @@ func (s *Sink) recoveryID(writer int) string {
 func (s *Sink) client(id string, extra ...kgo.Opt) (*kgo.Client, error) {
 	opts := append(kafkaclient.Opts(s.conn, s.log),
 		kgo.TransactionalID(id),
-		kgo.TransactionTimeout(s.cfg.TransactionTimeout),
+		kgo.TransactionTimeout(time.Duration(s.timeout.Load())),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.ProducerBatchCompression(codecs[s.cfg.Compression]),
 		kgo.ProducerLinger(5*time.Millisecond),
@@ -241,7 +246,7 @@ func (s *Sink) Stats() sink.Stats {
 	st := sink.Stats{
 		TransactionsCommitted: s.stats.commits.Load(),
 		TransactionsAborted:   s.stats.aborts.Load(),
-		TransactionTimeout:    s.cfg.TransactionTimeout,
+		TransactionTimeout:    time.Duration(s.timeout.Load()),
 	}
 	var oldest time.Time
 	note := func(t *txn) {
