@@ -31,14 +31,9 @@ func (a *attempt) checkFallback(ctx context.Context, r *restoredJob, snk sink.Si
 		restored = r.md.ID
 		from = fmt.Sprintf("checkpoint %d", restored)
 	}
-	var visible []string
-	audited := false
-	if au, ok := snk.(sink.Auditor); ok {
-		var err error
-		if visible, err = au.CommittedAfter(ctx, restored); err != nil {
-			return fmt.Errorf("check the sink's output before restoring %s: %w", from, err)
-		}
-		audited = true
+	visible, audited, err := a.committedAfter(ctx, snk, restored)
+	if err != nil {
+		return fmt.Errorf("check the sink's output before restoring %s: %w", from, err)
 	}
 	safe := audited && len(visible) == 0
 	if cfg.Checkpoint.OnUnrestorable != checkpoint.UnrestorableFallBack && !safe {
@@ -63,8 +58,7 @@ func (a *attempt) checkFallback(ctx context.Context, r *restoredJob, snk sink.Si
 // committed it. Starting would write that output again. With
 // checkpoint.on_unrestorable: fall_back it starts anyway, at error level.
 func (a *attempt) checkAhead(ctx context.Context, r *restoredJob, snk sink.Sink) error {
-	au, ok := snk.(sink.Auditor)
-	if !ok {
+	if _, ok := snk.(sink.Auditor); !ok && !deadLettersExactlyOnce(a.j.cfg) {
 		return nil
 	}
 	var restored checkpoint.ID
@@ -73,7 +67,7 @@ func (a *attempt) checkAhead(ctx context.Context, r *restoredJob, snk sink.Sink)
 	if r.md != nil {
 		restored, from = r.md.ID, fmt.Sprintf("checkpoint %d, the newest in %s", r.md.ID, cfg.Checkpoint.Dir)
 	}
-	visible, err := au.CommittedAfter(ctx, restored)
+	visible, _, err := a.committedAfter(ctx, snk, restored)
 	if err != nil {
 		return fmt.Errorf("check the sink's output before restoring %s: %w", from, err)
 	}
@@ -99,4 +93,34 @@ func sample(files []string) string {
 		return strings.Join(files, ", ")
 	}
 	return fmt.Sprintf("%s and %d more", strings.Join(files[:3], ", "), len(files)-3)
+}
+
+// committedAfter is what checkpoints after id made visible: the sink's
+// output (audited: the sink can tell, a sink.Auditor) and, with
+// exactly-once dead letters, the dead-letter topic's, which is output too
+// (asked through a dead-letter sink of its own: a restore from before it
+// would dead-letter the same records again).
+func (a *attempt) committedAfter(ctx context.Context, snk sink.Sink, id checkpoint.ID) (visible []string, audited bool, err error) {
+	if au, ok := snk.(sink.Auditor); ok {
+		if visible, err = au.CommittedAfter(ctx, id); err != nil {
+			return nil, false, err
+		}
+		audited = true
+	}
+	if !deadLettersExactlyOnce(a.j.cfg) {
+		return visible, audited, nil
+	}
+	dls, err := DeadLetterSink(a.j.cfg, sink.Env{Log: a.j.log.With().Bool("dead_letter", true).Logger()})
+	if err != nil {
+		return nil, false, err
+	}
+	defer dls.Close()
+	dead, err := dls.CommittedAfter(ctx, id)
+	if err != nil {
+		return nil, false, fmt.Errorf("dead-letter topic %s: %w", a.j.cfg.Pipeline.OnDecodeError.Topic, err)
+	}
+	for _, d := range dead {
+		visible = append(visible, "dead-letter topic: "+d)
+	}
+	return visible, audited, nil
 }
