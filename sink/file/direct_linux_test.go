@@ -5,7 +5,9 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -13,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/connector-dev/connector/checkpoint"
+	"github.com/connector-dev/connector/record"
 	"github.com/connector-dev/connector/sink"
 )
 
@@ -155,4 +158,53 @@ func commonPrefix(a, b []byte) int {
 		n++
 	}
 	return n
+}
+
+// TestNewDirectPartsReuseTheBuffersOfFinishedOnes: a part rolled by size
+// hands its buffers to the next part, which moves to one at its first
+// write instead of growing its own by appends to a chunk (7.6 MB
+// allocated, zeroed and copied per part before: 3-4% of the 1 KB drain's
+// CPU).
+func TestNewDirectPartsReuseTheBuffersOfFinishedOnes(t *testing.T) {
+	dir := diskDir(t)
+	const parts = 8
+	cfg := Config{Path: dir, Job: "orders", RollSize: 3 << 20, Writers: 1}
+	s, err := New(cfg, vfs.Default, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := newTestWriter(t, s, 0)
+	r := &record.Record{Topic: "orders", Value: []byte(`{"pad":"` + strings.Repeat("x", 990) + `"}`)}
+	perPart := int(cfg.RollSize) / (len(r.Value) + 1)
+	write := func(n int) {
+		for range n {
+			r.Offset++
+			if err := w.Write(ctx, r); err != nil {
+				t.Fatalf("Write(%d): %v", r.Offset, err)
+			}
+		}
+	}
+	write(perPart + 1) // the first part, rolled, and the second's first record
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	write((parts - 1) * perPart)
+	runtime.ReadMemStats(&after)
+	fw := w.(*fileWriter)
+	if len(fw.parts) < parts-1 {
+		t.Fatalf("%d parts rolled, want at least %d", len(fw.parts), parts-1)
+	}
+	for _, p := range fw.parts {
+		if !p.direct {
+			t.Fatalf("part %s was not written with direct I/O", p.name)
+		}
+	}
+	// Each part still grows from nothing to fileBufferSize before its
+	// first write (about 1.3 MB with Go's growth steps).
+	perPartAlloc := (after.TotalAlloc - before.TotalAlloc) / (parts - 1)
+	if perPartAlloc > 2<<20 {
+		t.Fatalf("%d bytes allocated per part, want at most 2 MiB: new parts do not take finished parts' buffers", perPartAlloc)
+	}
+	if p := fw.open[""]; p == nil || cap(p.buf) != directBufferCap || !isAligned(p.buf) {
+		t.Fatalf("the open part's buffer is not an aligned buffer of directBufferCap")
+	}
 }

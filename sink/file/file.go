@@ -189,6 +189,7 @@ type File struct {
 
 	// Counted for Stats, from any goroutine.
 	bytesWritten   atomic.Uint64 // by the writers' parts (part.flush)
+	buffers        bufferList    // direct parts' buffers, from finished parts to new ones
 	filesCommitted atomic.Uint64 // renamed into place by Commit
 }
 
@@ -225,6 +226,7 @@ func New(cfg Config, fs vfs.FS, log zerolog.Logger) (*File, error) {
 		dirs:    make(map[string]bool),
 		lock:    lock,
 		writers: make(map[int]bool),
+		buffers: bufferList{max: 2 * max(cfg.Writers, 1)},
 	}, nil
 }
 

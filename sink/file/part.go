@@ -63,6 +63,9 @@ type part struct {
 	// counted adds up the bytes flush writes (the File's Stats); nil
 	// counts nothing.
 	counted *atomic.Uint64
+	// bufs gives direct buffers and takes them back when the part is
+	// finished (nil: allocated afresh, dropped).
+	bufs *bufferList
 	// syncErr is the failure of the file's fsync, if one failed (sync).
 	syncErr error
 }
@@ -97,6 +100,9 @@ func (p *part) flush(s *File, all bool) error {
 		// file's offset 0. A resumed part (rare: after a restart) stays
 		// buffered.
 		p.direct = !p.resumed && !s.noDirect && setDirect(f, true)
+		if p.direct {
+			p.alignBuf() // before it grows further by appends
+		}
 		p.resumed = true // a retry after a failed write must not truncate it
 		p.mu.Lock()
 		p.f = f
@@ -112,7 +118,7 @@ func (p *part) flush(s *File, all bool) error {
 	if err != nil {
 		return fmt.Errorf("write %s: %w", p.name, err)
 	}
-	if len(p.buf) == 0 && cap(p.buf) > 4*fileBufferSize {
+	if len(p.buf) == 0 && cap(p.buf) > max(4*fileBufferSize, directBufferCap) {
 		p.buf = nil // give back memory grown while the disk failed
 	}
 	return nil
@@ -203,6 +209,10 @@ func (p *part) finish(s *File) error {
 	}
 	if err := p.flush(s, true); err != nil {
 		return err
+	}
+	if p.inflight == nil { // always, after a flush of all
+		p.bufs.put(p.buf)
+		p.bufs.put(p.spare)
 	}
 	p.buf, p.kept, p.spare = nil, 0, nil // the tail a direct part kept is in the file
 	if p.f == nil {

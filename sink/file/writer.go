@@ -167,7 +167,7 @@ func (w *fileWriter) openPart(bucket string, now time.Time) (*part, error) {
 		return nil, fmt.Errorf("file sink writer %d: %w", w.instance, err)
 	}
 	name := pathtmpl.Join(bucket, w.s.names.inProgressName(w.instance, w.first, w.seq))
-	p := &part{bucket: bucket, name: name, ff: ff, opened: now, counted: &w.s.bytesWritten}
+	p := &part{bucket: bucket, name: name, ff: ff, opened: now, counted: &w.s.bytesWritten, bufs: &w.s.buffers}
 	w.seq++
 	w.open[bucket] = p
 	return p, nil
