@@ -37,6 +37,10 @@ func (s *Sink) recover(ctx context.Context, restored []sink.Committable) error {
 		return unreachable(err)
 	}
 	s.plan = plan
+	if len(plan.mergeOnly) > 0 {
+		s.log.Warn().Strs("constraints", plan.mergeOnly).
+			Msg("postgres sink: upsert: these constraints of the table are met only when a checkpoint's rows are merged into it, after the checkpoint completed (the staging table cannot hold them: foreign keys, unique or exclusion constraints other than the key's, checks on columns the sink does not write); a row one refuses fails every commit of its checkpoint, and the job restarts on it until the row or the constraint is changed")
+	}
 	s.dropAdmin() // reconnect with the plan: upsert's staging table
 	if conn, err = s.adminConn(ctx); err != nil {
 		return err

@@ -32,6 +32,16 @@ type plan struct {
 	progress pgx.Identifier
 	columns  []column
 	key      []string
+	// stageChecks are the table's CHECK constraints on written columns
+	// only, as ALTER TABLE ... ADD clauses for upsert's staging table: a
+	// row they refuse is refused by the COPY at pre-commit, as in insert
+	// mode, rather than by the merge at commit, after its checkpoint
+	// completed, at every commit again.
+	stageChecks []string
+	// mergeOnly names the constraints only the merge meets (foreign keys,
+	// unique and exclusion constraints other than the key's, CHECKs on
+	// columns the sink does not write): logged at the start.
+	mergeOnly []string
 }
 
 func (p *plan) columnNames() []string {
@@ -170,6 +180,9 @@ func inspect(ctx context.Context, conn *pgx.Conn, cfg *Config) (*plan, error) {
 		if err := checkUnique(ctx, conn, cfg, table); err != nil {
 			return nil, err
 		}
+		if err := p.readConstraints(ctx, conn); err != nil {
+			return nil, err
+		}
 	}
 	if err := checkPrivileges(ctx, conn, cfg, table); err != nil {
 		return nil, err
@@ -193,6 +206,38 @@ func checkUnique(ctx context.Context, conn *pgx.Conn, cfg *Config, table pgx.Ide
 			sink.ErrInvalidConfig, cfg.Table, strings.Join(cfg.Key, ", ")))
 	}
 	return nil
+}
+
+// readConstraints sorts the table's constraints into those the staging
+// table takes (stageChecks) and those only the merge meets (mergeOnly).
+// A temporary table cannot have a foreign key to a permanent one, and a
+// unique constraint depends on the rows already in the table.
+func (p *plan) readConstraints(ctx context.Context, conn *pgx.Conn) error {
+	rows, err := conn.Query(ctx, `SELECT c.conname, c.contype::text, pg_get_constraintdef(c.oid),
+		coalesce((SELECT array_agg(a.attname::text ORDER BY a.attname) FROM pg_attribute a WHERE a.attrelid = c.conrelid AND a.attnum = ANY(c.conkey)), '{}')
+		FROM pg_constraint c WHERE c.conrelid = $1::regclass AND c.contype IN ('c', 'f', 'u', 'p', 'x') ORDER BY c.conname`, p.table.Sanitize())
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	written := p.columnNames()
+	key := sortedCopy(p.key)
+	for rows.Next() {
+		var name, typ, def string
+		var cols []string
+		if err := rows.Scan(&name, &typ, &def, &cols); err != nil {
+			return err
+		}
+		switch {
+		case typ == "c" && !slices.ContainsFunc(cols, func(c string) bool { return !slices.Contains(written, c) }):
+			p.stageChecks = append(p.stageChecks, "ADD CONSTRAINT "+pgx.Identifier{name}.Sanitize()+" "+def)
+		case (typ == "u" || typ == "p") && slices.Equal(cols, key):
+			// the merge's arbiter
+		default:
+			p.mergeOnly = append(p.mergeOnly, name)
+		}
+	}
+	return rows.Err()
 }
 
 // checkPrivileges: INSERT on the table (and UPDATE for upsert).

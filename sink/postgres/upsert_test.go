@@ -1,7 +1,10 @@
 package postgres
 
 import (
+	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/connector-dev/connector/internal/pgtest"
@@ -51,4 +54,33 @@ func TestUpsertKeepsOneRowPerKeyWithTheLastValue(t *testing.T) {
 		t.Errorf("%d of 100 rows hold their key's last value", n)
 	}
 	e.requireNothingLeft()
+}
+
+// TestUpsertRowACheckRefusesFailsThePreCommit: upsert stages rows in a
+// table of the target's columns; a row a CHECK of the target refuses must
+// be refused there, at pre-commit, as insert mode refuses it (its
+// checkpoint never completes). Before, the staging table had no
+// constraints: the row passed, its checkpoint completed, and the merge
+// failed at every commit of it. A check on a column the sink does not
+// write cannot be staged; it is named at the start with the other
+// constraints only the merge meets.
+func TestUpsertRowACheckRefusesFailsThePreCommit(t *testing.T) {
+	e := newEnv(t, `CREATE TABLE kv (k bigint PRIMARY KEY, v bigint NOT NULL, w bigint NOT NULL DEFAULT 0,
+		CONSTRAINT small CHECK (v < 1000), CONSTRAINT wide CHECK (w >= 0 OR v < 5000), CONSTRAINT one_v UNIQUE (v))`)
+	upsert := func(c *Config) { c.Table, c.Mode, c.Key = "kv", ModeUpsert, []string{"k"} }
+	s := e.sink(1, upsert)
+	recoverSink(t, s, nil)
+	if !slices.Equal(s.plan.mergeOnly, []string{"one_v", "wide"}) {
+		t.Errorf("constraints only the merge meets: %q, want one_v and wide", s.plan.mergeOnly)
+	}
+	w := newTestWriter(t, s, 0)
+	writeKV(t, w, 1, 1)
+	writeKV(t, w, 2, 1000)
+	_, err := w.PreCommit(ctx, 1)
+	if !errors.Is(err, sink.ErrLost) || !strings.Contains(err.Error(), `violates check constraint "small"`) {
+		t.Fatalf("PreCommit: %v; want ErrLost naming the constraint", err)
+	}
+	if n := pgtest.QueryInt(t, e.dsn, `SELECT count(*) FROM kv`); n != 0 {
+		t.Errorf("%d rows committed", n)
+	}
 }
