@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -27,6 +28,29 @@ func (s *Sink) Recover(ctx context.Context, restored []sink.Committable) error {
 	return s.retry(ctx, "at start", func() error { return s.recover(ctx, restored) })
 }
 
+// checkTheChecks makes sure the table's checks can be tested on the staged
+// rows (plan.checkSQL: their expressions in a query of the staging table);
+// those that cannot are left to the merge. It names the constraints only
+// the merge meets.
+func (s *Sink) checkTheChecks(ctx context.Context, conn *pgx.Conn) error {
+	p := s.plan
+	if p.checkSQL != "" {
+		if _, err := conn.Exec(ctx, "EXPLAIN "+p.checkSQL); err != nil {
+			if err = unreachable(err); errors.Is(err, errUnreachable) {
+				return err
+			}
+			s.log.Warn().Err(err).Strs("constraints", p.checkNames).Msg("postgres sink: upsert: the table's checks cannot be tested on the staged rows at pre-commit")
+			p.mergeOnly = append(p.mergeOnly, p.checkNames...)
+			p.checkSQL, p.checkNames = "", nil
+		}
+	}
+	if len(p.mergeOnly) > 0 {
+		s.log.Warn().Strs("constraints", p.mergeOnly).
+			Msg("postgres sink: upsert: these constraints of the table are met only when a checkpoint's rows are merged into it, after the checkpoint completed (foreign keys, unique or exclusion constraints other than the key's, checks on columns the sink does not write or on the whole row); a row one refuses fails every commit of its checkpoint, and the job restarts on it until the row or the constraint is changed")
+	}
+	return nil
+}
+
 func (s *Sink) recover(ctx context.Context, restored []sink.Committable) error {
 	conn, err := s.adminConn(ctx)
 	if err != nil {
@@ -37,12 +61,11 @@ func (s *Sink) recover(ctx context.Context, restored []sink.Committable) error {
 		return unreachable(err)
 	}
 	s.plan = plan
-	if len(plan.mergeOnly) > 0 {
-		s.log.Warn().Strs("constraints", plan.mergeOnly).
-			Msg("postgres sink: upsert: these constraints of the table are met only when a checkpoint's rows are merged into it, after the checkpoint completed (the staging table cannot hold them: foreign keys, unique or exclusion constraints other than the key's, checks on columns the sink does not write); a row one refuses fails every commit of its checkpoint, and the job restarts on it until the row or the constraint is changed")
-	}
 	s.dropAdmin() // reconnect with the plan: upsert's staging table
 	if conn, err = s.adminConn(ctx); err != nil {
+		return err
+	}
+	if err := s.checkTheChecks(ctx, conn); err != nil {
 		return err
 	}
 	if err := createProgress(ctx, conn, plan.progress); err != nil {

@@ -32,15 +32,19 @@ type plan struct {
 	progress pgx.Identifier
 	columns  []column
 	key      []string
-	// stageChecks are the table's CHECK constraints on written columns
-	// only, as ALTER TABLE ... ADD clauses for upsert's staging table: a
-	// row they refuse is refused by the COPY at pre-commit, as in insert
-	// mode, rather than by the merge at commit, after its checkpoint
-	// completed, at every commit again.
-	stageChecks []string
+	// checkSQL finds the first staged row (by staging order) that a CHECK
+	// constraint of the table on written columns refuses, among the rows
+	// the merge would write (the last of each key): run at pre-commit, so
+	// that such a row is refused there, as in insert mode, rather than by
+	// the merge at commit, after its checkpoint completed, at every
+	// commit again. "" when the table has no such check. checkNames are
+	// the constraints it tests, by the index it returns.
+	checkSQL   string
+	checkNames []string
 	// mergeOnly names the constraints only the merge meets (foreign keys,
 	// unique and exclusion constraints other than the key's, CHECKs on
-	// columns the sink does not write): logged at the start.
+	// columns the sink does not write or on the whole row): logged at the
+	// start.
 	mergeOnly []string
 }
 
@@ -208,13 +212,17 @@ func checkUnique(ctx context.Context, conn *pgx.Conn, cfg *Config, table pgx.Ide
 	return nil
 }
 
-// readConstraints sorts the table's constraints into those the staging
-// table takes (stageChecks) and those only the merge meets (mergeOnly).
-// A temporary table cannot have a foreign key to a permanent one, and a
-// unique constraint depends on the rows already in the table.
+// readConstraints sorts the table's constraints into the checks upsert
+// tests at pre-commit (checkSQL) and those only the merge meets
+// (mergeOnly): a foreign key or a unique constraint depends on the rows
+// in the table, and a check on a column the sink does not write on the
+// value the table gives it. The checks are not put on the staging table:
+// a row refused there may be one a later row of its key replaces, which
+// the merge never writes.
 func (p *plan) readConstraints(ctx context.Context, conn *pgx.Conn) error {
-	rows, err := conn.Query(ctx, `SELECT c.conname, c.contype::text, pg_get_constraintdef(c.oid),
-		coalesce((SELECT array_agg(a.attname::text ORDER BY a.attname) FROM pg_attribute a WHERE a.attrelid = c.conrelid AND a.attnum = ANY(c.conkey)), '{}')
+	rows, err := conn.Query(ctx, `SELECT c.conname, c.contype::text, coalesce(pg_get_expr(c.conbin, c.conrelid), ''),
+		coalesce((SELECT array_agg(a.attname::text ORDER BY a.attname) FROM pg_attribute a WHERE a.attrelid = c.conrelid AND a.attnum = ANY(c.conkey)), '{}'),
+		coalesce(c.conkey && ARRAY[0::int2] OR EXISTS (SELECT 1 FROM unnest(c.conkey) k WHERE k < 0), false)
 		FROM pg_constraint c WHERE c.conrelid = $1::regclass AND c.contype IN ('c', 'f', 'u', 'p', 'x') ORDER BY c.conname`, p.table.Sanitize())
 	if err != nil {
 		return err
@@ -222,22 +230,47 @@ func (p *plan) readConstraints(ctx context.Context, conn *pgx.Conn) error {
 	defer rows.Close()
 	written := p.columnNames()
 	key := sortedCopy(p.key)
+	var exprs []string
 	for rows.Next() {
-		var name, typ, def string
+		var name, typ, expr string
 		var cols []string
-		if err := rows.Scan(&name, &typ, &def, &cols); err != nil {
+		var wholeRow bool
+		if err := rows.Scan(&name, &typ, &expr, &cols, &wholeRow); err != nil {
 			return err
 		}
 		switch {
-		case typ == "c" && !slices.ContainsFunc(cols, func(c string) bool { return !slices.Contains(written, c) }):
-			p.stageChecks = append(p.stageChecks, "ADD CONSTRAINT "+pgx.Identifier{name}.Sanitize()+" "+def)
+		case typ == "c" && expr != "" && !wholeRow && !slices.ContainsFunc(cols, func(c string) bool { return !slices.Contains(written, c) }):
+			exprs = append(exprs, expr)
+			p.checkNames = append(p.checkNames, name)
 		case (typ == "u" || typ == "p") && slices.Equal(cols, key):
 			// the merge's arbiter
 		default:
 			p.mergeOnly = append(p.mergeOnly, name)
 		}
 	}
-	return rows.Err()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if len(exprs) > 0 {
+		p.checkSQL = checkSQL(p, exprs)
+	}
+	return nil
+}
+
+// checkSQL is plan.checkSQL for the check expressions exprs: the row's
+// number in the transaction's staging order (from 1) and the index of the
+// first check it fails. A check holds when its expression is not false.
+func checkSQL(p *plan, exprs []string) string {
+	cols := quoteColumns(p.columnNames())
+	key := quoteColumns(p.key)
+	var which, fails []string
+	for i, e := range exprs {
+		which = append(which, fmt.Sprintf("WHEN NOT (%s) THEN %d", e, i))
+		fails = append(fails, "NOT ("+e+")")
+	}
+	return `SELECT connector_seq - (SELECT min(connector_seq) FROM ` + stageTable.Sanitize() + `) + 1, CASE ` + strings.Join(which, " ") + ` END
+		FROM (SELECT DISTINCT ON (` + key + `) ` + cols + `, connector_seq FROM ` + stageTable.Sanitize() + ` ORDER BY ` + key + `, connector_seq DESC) AS s
+		WHERE ` + strings.Join(fails, " OR ") + ` ORDER BY 1 LIMIT 1`
 }
 
 // checkPrivileges: INSERT on the table (and UPDATE for upsert).

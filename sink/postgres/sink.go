@@ -10,7 +10,6 @@ import (
 	"io"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -148,7 +147,7 @@ func (s *Sink) connectOnce(ctx context.Context) (*pgx.Conn, error) {
 	}
 	if s.cfg.Mode == ModeUpsert && s.plan != nil {
 		_, err := conn.Exec(cctx, `CREATE TEMP TABLE `+stageTable.Sanitize()+` ON COMMIT DELETE ROWS AS SELECT `+quoteColumns(s.plan.columnNames())+
-			` FROM `+s.plan.table.Sanitize()+` WITH NO DATA; ALTER TABLE `+stageTable.Sanitize()+` `+strings.Join(append([]string{"ADD COLUMN connector_seq bigserial"}, s.plan.stageChecks...), ", "))
+			` FROM `+s.plan.table.Sanitize()+` WITH NO DATA; ALTER TABLE `+stageTable.Sanitize()+` ADD COLUMN connector_seq bigserial`)
 		if err != nil {
 			closeConn(conn)
 			return nil, unreachable(fmt.Errorf("create the staging table: %w", err))

@@ -215,6 +215,30 @@ type origin struct {
 var copyLine = regexp.MustCompile(`COPY [^,]+, line (\d+)`)
 
 // refused names the record of the row a COPY error points at, if any.
+// checkStaged tests the rows this transaction staged for upsert's merge
+// against the table's checks (plan.checkSQL), after its COPY ended. A row
+// one refuses is described in refused, naming its record and the
+// constraint, as a COPY into the table would refuse it in insert mode.
+func (t *txn) checkStaged(ctx context.Context, p *plan) (refused string, err error) {
+	if p.checkSQL == "" || t.conn == nil || len(t.origins) == 0 {
+		return "", nil
+	}
+	var n, which int
+	err = t.conn.QueryRow(ctx, p.checkSQL).Scan(&n, &which)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return "", nil
+	case err != nil:
+		return "", rowsErr(err, "check the staged rows")
+	}
+	refused = fmt.Sprintf("the row violates check constraint %q of %s", p.checkNames[which], p.table.Sanitize())
+	if n >= 1 && n <= len(t.origins) {
+		o := t.origins[n-1]
+		refused += fmt.Sprintf(" (the record at %s/%d offset %d)", o.topic, o.partition, o.offset)
+	}
+	return refused, nil
+}
+
 func (t *txn) refused(err error) string {
 	var pe *pgconn.PgError
 	if !errors.As(err, &pe) {

@@ -14,8 +14,14 @@ import (
 
 func writeKV(t *testing.T, w sink.Writer, key, version int) {
 	t.Helper()
+	writeKVAt(t, w, key, version, 0)
+}
+
+// writeKVAt writes the record at offset off.
+func writeKVAt(t *testing.T, w sink.Writer, key, version int, off int64) {
+	t.Helper()
 	v := fmt.Appendf(nil, `{"k":%d,"v":%d}`, key, version)
-	if err := w.Write(ctx, &record.Record{Value: v}); err != nil {
+	if err := w.Write(ctx, &record.Record{Offset: off, Value: v}); err != nil {
 		t.Fatalf("Write(%s): %v", v, err)
 	}
 }
@@ -57,13 +63,13 @@ func TestUpsertKeepsOneRowPerKeyWithTheLastValue(t *testing.T) {
 }
 
 // TestUpsertRowACheckRefusesFailsThePreCommit: upsert stages rows in a
-// table of the target's columns; a row a CHECK of the target refuses must
-// be refused there, at pre-commit, as insert mode refuses it (its
-// checkpoint never completes). Before, the staging table had no
-// constraints: the row passed, its checkpoint completed, and the merge
-// failed at every commit of it. A check on a column the sink does not
-// write cannot be staged; it is named at the start with the other
-// constraints only the merge meets.
+// table of the target's columns, without its constraints; a row a CHECK
+// of the target refuses, among those the merge would write, must be
+// refused at pre-commit, as insert mode refuses it (its checkpoint never
+// completes). Before, the row passed, its checkpoint completed, and the
+// merge failed at every commit of it. A check on a column the sink does
+// not write cannot be tested before the merge; it is named at the start
+// with the other constraints only the merge meets.
 func TestUpsertRowACheckRefusesFailsThePreCommit(t *testing.T) {
 	e := newEnv(t, `CREATE TABLE kv (k bigint PRIMARY KEY, v bigint NOT NULL, w bigint NOT NULL DEFAULT 0,
 		CONSTRAINT small CHECK (v < 1000), CONSTRAINT wide CHECK (w >= 0 OR v < 5000), CONSTRAINT one_v UNIQUE (v))`)
@@ -74,13 +80,51 @@ func TestUpsertRowACheckRefusesFailsThePreCommit(t *testing.T) {
 		t.Errorf("constraints only the merge meets: %q, want one_v and wide", s.plan.mergeOnly)
 	}
 	w := newTestWriter(t, s, 0)
-	writeKV(t, w, 1, 1)
-	writeKV(t, w, 2, 1000)
+	writeKVAt(t, w, 1, 1, 1)
+	writeKVAt(t, w, 2, 1000, 2)
 	_, err := w.PreCommit(ctx, 1)
-	if !errors.Is(err, sink.ErrLost) || !strings.Contains(err.Error(), `violates check constraint "small"`) {
-		t.Fatalf("PreCommit: %v; want ErrLost naming the constraint", err)
+	if !errors.Is(err, sink.ErrLost) || !strings.Contains(err.Error(), `violates check constraint "small"`) ||
+		!strings.Contains(err.Error(), "the record at /0 offset 2") {
+		t.Fatalf("PreCommit: %v; want ErrLost naming the constraint and the record", err)
 	}
 	if n := pgtest.QueryInt(t, e.dsn, `SELECT count(*) FROM kv`); n != 0 {
 		t.Errorf("%d rows committed", n)
+	}
+}
+
+// TestUpsertRowALaterRowOfItsKeyReplacesIsNotChecked: the merge writes
+// only the last row of each key of a checkpoint; a row the table's check
+// would refuse, replaced by a later row of its key in the same checkpoint,
+// never reaches the table and must not stop the job.
+func TestUpsertRowALaterRowOfItsKeyReplacesIsNotChecked(t *testing.T) {
+	e := newEnv(t, `CREATE TABLE kv (k bigint PRIMARY KEY, v bigint NOT NULL, CONSTRAINT small CHECK (v < 1000))`)
+	upsert := func(c *Config) { c.Table, c.Mode, c.Key = "kv", ModeUpsert, []string{"k"} }
+	s := e.sink(1, upsert)
+	recoverSink(t, s, nil)
+	w := newTestWriter(t, s, 0)
+	writeKV(t, w, 1, 5000) // refused by "small" ...
+	writeKV(t, w, 1, 5)    // ... but replaced in the same checkpoint
+	commit(t, s, preCommit(t, w, 1))
+	if n := pgtest.QueryInt(t, e.dsn, `SELECT v FROM kv WHERE k = 1`); n != 5 {
+		t.Errorf("v = %d, want 5", n)
+	}
+}
+
+// TestUpsertWholeRowCheckIsLeftToTheMerge: a check on the whole row
+// (conkey {0}) names the table's row type, which the staged rows do not
+// have: it is left to the merge, and the job starts and commits.
+func TestUpsertWholeRowCheckIsLeftToTheMerge(t *testing.T) {
+	e := newEnv(t, `CREATE TABLE kv (k bigint PRIMARY KEY, v bigint, CONSTRAINT all_set CHECK (num_nulls(kv.*) = 0))`)
+	upsert := func(c *Config) { c.Table, c.Mode, c.Key = "kv", ModeUpsert, []string{"k"} }
+	s := e.sink(1, upsert)
+	recoverSink(t, s, nil)
+	if !slices.Equal(s.plan.mergeOnly, []string{"all_set"}) || s.plan.checkSQL != "" {
+		t.Errorf("merge-only constraints %q, checks at pre-commit %q; want all_set left to the merge", s.plan.mergeOnly, s.plan.checkNames)
+	}
+	w := newTestWriter(t, s, 0)
+	writeKV(t, w, 1, 1)
+	commit(t, s, preCommit(t, w, 1))
+	if n := pgtest.QueryInt(t, e.dsn, `SELECT count(*) FROM kv`); n != 1 {
+		t.Errorf("%d rows, want 1", n)
 	}
 }

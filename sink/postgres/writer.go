@@ -215,7 +215,17 @@ func (w *writer) PreCommitAsync(ctx context.Context, id checkpoint.ID) (func() (
 	}
 	t.send()
 	return func() ([]sink.Committable, error) {
-		if err := t.endCopy(); err != nil {
+		err := t.endCopy()
+		if err == nil {
+			var refused string
+			if refused, err = t.checkStaged(ctx, w.s.plan); refused != "" {
+				w.dropConn(t.slot)
+				w.release(t)
+				t.spool.abandon()
+				return nil, fmt.Errorf("%w: postgres sink writer %d, checkpoint %d: the table refused a row: %s", sink.ErrLost, w.index, id, refused)
+			}
+		}
+		if err != nil {
 			w.dropConn(t.slot)
 			if !errors.Is(unreachable(err), errUnreachable) {
 				// The table refused a row (a constraint, a value the
