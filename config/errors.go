@@ -90,15 +90,15 @@ func (c *collector) addAt(line int, key, format string, args ...any) {
 	if c.related(key) {
 		return
 	}
-	if len(c.errs) >= maxProblems {
-		c.dropped++
-		return
-	}
-	if key != "" {
+	if key != "" { // also past the cap: a related problem is not counted either
 		c.keys[key] = true
 		for p := parentKey(key); p != ""; p = parentKey(p) {
 			c.parents[p] = true
 		}
+	}
+	if len(c.errs) >= maxProblems {
+		c.dropped++
+		return
 	}
 	c.errs = append(c.errs, &Error{File: c.src.file(), Line: line, Key: key, Msg: fmt.Sprintf(format, args...)})
 }

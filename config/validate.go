@@ -78,6 +78,7 @@ func (k *Kafka) Validate(p *Problems) {
 }
 
 func (t *TLS) validate(p *Problems) {
+	t.Enabled = t.On() // any key turns TLS on: the dump (validate --print, /api/job) says so
 	if t.CertFile != "" || t.KeyFile != "" || t.CAFile != "" {
 		if _, err := t.Config(); err != nil {
 			p.Add(err.key, "%s", err.msg)

@@ -72,10 +72,14 @@ func runTxns(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, txnsUsage)
 		return exitUsage
 	}
-	fs := newFlags("txns "+sub, "--config FILE [--slot K] [TXN_ID]", stdout, stderr)
+	usage := map[bool]string{true: "--config FILE [--slot K] [--dead-letters] [--json]", false: "--config FILE [--slot K] [--dead-letters] TXN_ID"}[sub == "list"]
+	fs := newFlags("txns "+sub, usage, stdout, stderr)
 	path := configFlag(fs)
 	slot := slotFlag(fs)
-	asJSON := fs.Bool("json", false, "list: print a JSON array instead of a table")
+	asJSON := new(bool)
+	if sub == "list" {
+		asJSON = fs.Bool("json", false, "print a JSON array instead of a table")
+	}
 	deadLetters := fs.Bool("dead-letters", false, "the transactions of the job's dead-letter topic, not of its kafka sink")
 	id, code, ok := parseOneArg(fs, args[1:])
 	if !ok {

@@ -32,6 +32,9 @@ func runValidate(_ context.Context, args []string, stdout, stderr io.Writer) int
 			return exitFailure
 		}
 		stdout.Write(dump)
+		// On stderr: the dump alone on stdout can be saved and loaded again.
+		fmt.Fprintf(stderr, "config OK: %s\n", *path)
+		return exitOK
 	}
 	fmt.Fprintf(stdout, "config OK: %s\n", *path)
 	return exitOK

@@ -52,10 +52,17 @@ sink: {type: stdout}
 	if strings.Contains(out, "s3cret-value") || !strings.Contains(out, "password: '***'") {
 		t.Errorf("the dump must redact the password:\n%s", out)
 	}
-	for _, want := range []string{"group: orders", "interval: 1s", "addr: 127.0.0.1:8080", "config OK: " + path + "\n"} {
+	for _, want := range []string{"group: orders", "interval: 1s", "addr: 127.0.0.1:8080"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the dump lacks %q:\n%s", want, out)
 		}
+	}
+	// Only the dump on stdout: saved, it loads again.
+	if strings.Contains(out, "config OK") || errOut != "config OK: "+path+"\n" {
+		t.Errorf("with --print, %q goes to stderr, not stdout; stderr %q", "config OK", errOut)
+	}
+	if code, _, errOut := call(t, "validate", "--config", writeFile(t, "dump.yaml", out)); code != 0 {
+		t.Errorf("the dump does not load again: exit %d: %s", code, errOut)
 	}
 }
 
