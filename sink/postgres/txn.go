@@ -228,8 +228,12 @@ func (t *txn) checkStaged(ctx context.Context, p *plan) (refused string, err err
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return "", nil
-	case err != nil:
+	case err != nil && (errors.Is(unreachable(err), errUnreachable) || errors.Is(err, context.Canceled) || ctx.Err() != nil):
 		return "", rowsErr(err, "check the staged rows")
+	case err != nil:
+		// The server answered with an error: a check's expression failed
+		// on a row (a division by zero), as it would in the merge.
+		return fmt.Sprintf("testing the rows against the checks %s failed: %v", strings.Join(p.checkNames, ", "), rowsErr(err, "check the staged rows")), nil
 	}
 	refused = fmt.Sprintf("the row violates check constraint %q of %s", p.checkNames[which], p.table.Sanitize())
 	if n >= 1 && n <= len(t.origins) {

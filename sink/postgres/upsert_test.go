@@ -128,3 +128,23 @@ func TestUpsertWholeRowCheckIsLeftToTheMerge(t *testing.T) {
 		t.Errorf("%d rows, want 1", n)
 	}
 }
+
+// TestUpsertRowACheckFailsOnFailsThePreCommit: a check whose expression
+// fails on a row (a division by zero) fails the merge as a refusal would,
+// at every commit; it must fail the pre-commit instead, naming the error.
+func TestUpsertRowACheckFailsOnFailsThePreCommit(t *testing.T) {
+	e := newEnv(t, `CREATE TABLE kv (k bigint PRIMARY KEY, v bigint NOT NULL, CONSTRAINT ratio CHECK (100 / v > 0))`)
+	upsert := func(c *Config) { c.Table, c.Mode, c.Key = "kv", ModeUpsert, []string{"k"} }
+	s := e.sink(1, upsert)
+	recoverSink(t, s, nil)
+	w := newTestWriter(t, s, 0)
+	writeKV(t, w, 1, 5)
+	writeKV(t, w, 2, 0)
+	_, err := w.PreCommit(ctx, 1)
+	if !errors.Is(err, sink.ErrLost) || !strings.Contains(err.Error(), "division by zero") || !strings.Contains(err.Error(), "ratio") {
+		t.Fatalf("PreCommit: %v; want ErrLost naming the check and its error", err)
+	}
+	if n := pgtest.QueryInt(t, e.dsn, `SELECT count(*) FROM kv`); n != 0 {
+		t.Errorf("%d rows committed", n)
+	}
+}

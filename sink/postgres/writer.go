@@ -217,12 +217,18 @@ func (w *writer) PreCommitAsync(ctx context.Context, id checkpoint.ID) (func() (
 	return func() ([]sink.Committable, error) {
 		err := t.endCopy()
 		if err == nil {
-			var refused string
-			if refused, err = t.checkStaged(ctx, w.s.plan); refused != "" {
+			refused, cerr := t.checkStaged(ctx, w.s.plan)
+			if refused != "" {
 				w.dropConn(t.slot)
 				w.release(t)
 				t.spool.abandon()
 				return nil, fmt.Errorf("%w: postgres sink writer %d, checkpoint %d: the table refused a row: %s", sink.ErrLost, w.index, id, refused)
+			}
+			if cerr != nil {
+				// Not a refusal (the connection failed, the stop): the
+				// transaction is given up as one the database lost, and
+				// Commit writes the spool again (the merge checks it).
+				err = fmt.Errorf("%w: %w", errUnreachable, cerr)
 			}
 		}
 		if err != nil {
