@@ -353,21 +353,7 @@ func TestReviewDiskStateAndCheckpointsFullSinkElsewhere(t *testing.T) {
 	if !anyContains(reasons, "no space left on device") {
 		t.Errorf("failed checkpoints' reasons %q: none says no space left on device", reasons)
 	}
-	f.free(t)
-	completed := r.counter("connector_checkpoints_completed_total")
-	waitUntil(t, "a checkpoint completed after the disk had room", func() bool {
-		return r.counter("connector_checkpoints_completed_total") > completed
-	})
-	waitAll(t, outDir(cfg), n)
-	notExited(t, r, "after freeing")
-	r.stop(t)
-	checkOnce(t, visibleIDs(t, outDir(cfg)), n)
-
-	produceIDs(t, b, topic, n-500, n+1000) // 500 copies dedup drops
-	r = start(t, cfg)
-	waitAll(t, outDir(cfg), n+1000)
-	r.stop(t)
-	checkOnce(t, visibleIDs(t, outDir(cfg)), n+1000)
+	freeAndRecover(t, f, r, cfg, b, topic, n)
 	if os.Getenv("REVIEW_DISK_TREE") != "" {
 		filepath.Walk(tmp, func(p string, fi os.FileInfo, err error) error {
 			if err == nil && !strings.Contains(p, "/filler") {
@@ -550,21 +536,7 @@ func TestReviewDiskFillsMidWrite(t *testing.T) {
 			notExited(t, r, "disk full")
 			t.Logf("while full: %d records, restarts=%d failed=%d completed=%d free=%d", n, r.counter("connector_job_restarts_total"),
 				r.counter("connector_checkpoints_failed_total"), r.counter("connector_checkpoints_completed_total"), freeBytes(t, tmp))
-			f.free(t)
-			completed := r.counter("connector_checkpoints_completed_total")
-			waitUntil(t, "a checkpoint completed after the disk had room", func() bool {
-				return r.counter("connector_checkpoints_completed_total") > completed
-			})
-			waitAll(t, outDir(cfg), n)
-			notExited(t, r, "after freeing")
-			r.stop(t)
-			checkOnce(t, visibleIDs(t, outDir(cfg)), n)
-
-			produceIDs(t, b, topic, n-500, n+1000) // 500 copies dedup drops
-			r = start(t, cfg)
-			waitAll(t, outDir(cfg), n+1000)
-			r.stop(t)
-			checkOnce(t, visibleIDs(t, outDir(cfg)), n+1000)
+			freeAndRecover(t, f, r, cfg, b, topic, n)
 		})
 	}
 }
@@ -736,4 +708,27 @@ func restartWhileStateStalled(t *testing.T, tolerable int) {
 	waitAll(t, outDir(cfg), 2000)
 	r.stop(t)
 	checkOnce(t, visibleIDs(t, outDir(cfg)), 2000)
+}
+
+// freeAndRecover frees the full disk under the running job r, which has
+// been given records 0..n-1: a checkpoint completes, every record is
+// visible once, and a restart after 500 repeats and 1000 new records
+// shows each once too.
+func freeAndRecover(t *testing.T, f *filler, r *running, cfg *config.Job, b kafkatest.Brokers, topic string, n int) {
+	t.Helper()
+	f.free(t)
+	completed := r.counter("connector_checkpoints_completed_total")
+	waitUntil(t, "a checkpoint completed after the disk had room", func() bool {
+		return r.counter("connector_checkpoints_completed_total") > completed
+	})
+	waitAll(t, outDir(cfg), n)
+	notExited(t, r, "after freeing")
+	r.stop(t)
+	checkOnce(t, visibleIDs(t, outDir(cfg)), n)
+
+	produceIDs(t, b, topic, n-500, n+1000) // 500 copies dedup drops
+	r = start(t, cfg)
+	waitAll(t, outDir(cfg), n+1000)
+	r.stop(t)
+	checkOnce(t, visibleIDs(t, outDir(cfg)), n+1000)
 }
