@@ -120,7 +120,10 @@ func (c *DedupConfig) problems() []error {
 // a TTL older than the newest may miss a window whose bucket is gone, and
 // be kept; the buckets such records write into again are removed once no
 // record came to them for a while (staleEvery), so that a backlog whose
-// partitions drift apart in time does not pile them up.
+// partitions drift apart in time does not pile them up. The newest record
+// time seen moves at most a TTL (at most maxLead) past the host's clock
+// (clamp): a record stamped years ahead does not expire the present's
+// buckets; its own bucket goes when stale.
 //
 // Most lookups are for values not seen within the TTL, and a KV lookup
 // costs an iterator per level even for an absent key. So a Dedup keeps, per
@@ -180,12 +183,14 @@ type Dedup struct {
 	useKeyField bool
 
 	started    bool
-	maxSeen    int64  // the newest record time seen, ms
-	expiredTo  int64  // buckets below it were expired, once started
-	records    uint64 // records that had a value, for expireStale
-	legacy     bool   // unbucketed entries of earlier versions are read, until
-	legacyEnd  int64  // maxSeen reaches this
-	index      index  // the buckets of the current generation (dedupwidth.go)
+	maxSeen    int64        // the newest record time seen, ms, at most a lead past the clock
+	clock      func() int64 // the host's clock, Unix ms (see clamp)
+	ceiling    int64        // clamp's bound: the clock's time plus the lead, when last read
+	expiredTo  int64        // buckets below it were expired, once started
+	records    uint64       // records that had a value, for expireStale
+	legacy     bool         // unbucketed entries of earlier versions are read, until
+	legacyEnd  int64        // maxSeen reaches this
+	index      index        // the buckets of the current generation (dedupwidth.go)
 	gen        keySpan
 	old        []*oldGeneration // of other widths (an earlier ttl), until they expire
 	hash       uint64           // the current value's
@@ -221,7 +226,8 @@ func NewDedup(cfg DedupConfig, kv KV) (*Dedup, error) {
 	ns := []byte(dedupPrefix + cfg.Name + "/")
 	ttl := cfg.TTL.Milliseconds()
 	kgs, _ := kv.(KeyGroups)
-	return &Dedup{path: path, ttl: ttl, kv: kv, kgs: kgs, ns: ns, index: index{seed: maphash.MakeSeed(), ttl: ttl}, gen: widthSpan(ns, ttl)}, nil
+	return &Dedup{path: path, ttl: ttl, kv: kv, kgs: kgs, ns: ns, index: index{seed: maphash.MakeSeed(), ttl: ttl}, gen: widthSpan(ns, ttl),
+		clock: func() int64 { return time.Now().UnixMilli() }, ceiling: math.MinInt64}, nil
 }
 
 func badNameRune(r rune) bool {
@@ -461,6 +467,7 @@ func (t *Dedup) get(k []byte, numbered bool) (first int64, ok bool, err error) {
 // ttl two TTLs after their end (dedupwidth.go), and the unbucketed entries
 // of earlier versions two TTLs after the newest of them.
 func (t *Dedup) advance(now int64) error {
+	now = t.clamp(now)
 	if !t.started {
 		if err := t.load(now); err != nil {
 			return err
@@ -493,6 +500,35 @@ func (t *Dedup) advance(now int64) error {
 	return nil
 }
 
+// maxLead bounds clamp's lead: a producer's clock some seconds ahead of
+// the host's moves the expiry as usual, up to a TTL ahead and at most this.
+const maxLead = int64(time.Minute / time.Millisecond)
+
+// clamp returns record time now as far as it moves the newest record time
+// seen, and with it the expiry: at most a lead (the TTL, at most maxLead)
+// past the host's clock. A record stamped far in the future (a producer's
+// clock or bug: Kafka takes any CreateTime a topic's
+// message.timestamp.after.max.ms allows) would otherwise expire every
+// bucket below its own, and with them the memory of every value the
+// records at the present time repeat: each repeat within the TTL would be
+// kept until the newest record time seen is reached. Its own entry still
+// goes into its bucket by its own time; that bucket, ahead of the newest,
+// goes when it is stale (expireStale), or as any when the newest passes
+// it. The clock is read only for a record past the last bound read.
+//
+// The clock bounds the expiry only, and only for records stamped past it:
+// a replay after a restart (whose output the first run never committed)
+// may decide otherwise than the first run only for records more than a
+// TTL behind such a one (which may miss their window, as any record more
+// than a TTL behind the newest may) or in a bucket ahead that went stale.
+func (t *Dedup) clamp(now int64) int64 {
+	if now <= t.ceiling {
+		return now
+	}
+	t.ceiling = min(t.clock(), timeBound) + min(t.ttl, maxLead)
+	return min(now, t.ceiling)
+}
+
 // expireBelow removes the buckets below b from the KV and the index. From
 // the first bucket, not from the last expired, so that whatever a bucket
 // left behind (a lagging record's write into an expired bucket) goes too;
@@ -518,8 +554,9 @@ var staleEvery uint64 = 1 << 16 // a variable for tests
 
 // expireStale removes the stale buckets (see staleEvery).
 func (t *Dedup) expireStale() error {
+	ahead := t.bucket(t.maxSeen) + 1 // buckets past it only records stamped ahead of the clock wrote (clamp)
 	for b, s := range t.index.sets {
-		if b >= t.expiredTo || s.touched+staleEvery > t.records {
+		if b >= t.expiredTo && b <= ahead || s.touched+staleEvery > t.records {
 			continue
 		}
 		if err := t.kv.Expire(t.bucketPrefix(nil, b), t.bucketPrefix(nil, b+1)); err != nil {
@@ -530,9 +567,10 @@ func (t *Dedup) expireStale() error {
 	return nil
 }
 
-// load reads what the KV holds at the first record (at time now), after a
-// start or a restore: it indexes every bucketed entry, and takes the newest
-// first sighting among them and now as the newest record time seen (the run
+// load reads what the KV holds at the first record (at time now, clamped),
+// after a start or a restore: it indexes every bucketed entry, and takes the
+// newest first sighting among them (clamped) and now as the newest record
+// time seen (the run
 // that wrote them saw at least that much; a restore replays records from
 // several partitions, older ones among them), and the buckets below the
 // second before the newest entry's as expired already (as they were in the
@@ -646,6 +684,11 @@ func (t *Dedup) load(now int64) error {
 	for _, g := range t.old {
 		g.seal()
 	}
+	// Entries stamped past the clock (clamp), kept in their buckets or
+	// written by a version before clamp, move the newest no further than
+	// the first record does.
+	t.maxSeen = min(t.maxSeen, max(t.ceiling, now))
+	stored = min(stored, t.maxSeen)
 	if stored != math.MinInt64 {
 		// The run that wrote these expired, at the latest when its newest
 		// record time entered stored's bucket, the buckets below the

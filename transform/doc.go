@@ -24,7 +24,8 @@
 // follows: one instance per worker, Apply from one goroutine in record
 // order, state only in the KV (which the state package snapshots and
 // restores with the checkpoint), and determinism on replay (record
-// timestamps, never the wall clock).
+// timestamps, not the wall clock; a dedup's one use of the clock, bounding
+// how far a record stamped ahead of it moves the expiry, is in Dedup.clamp).
 //
 // This package does not own: where records come from or go, barriers and
 // checkpoints (a transform does nothing at a barrier; its KV is snapshotted

@@ -33,7 +33,9 @@ import (
 //
 // Replay after a restart must give the same results as the first run, so a
 // transform is a deterministic function of the record and its KV: it uses
-// the record's Timestamp, never the wall clock, and no randomness.
+// the record's Timestamp, not the wall clock, and no randomness. (One
+// exception: a dedup bounds how far a record stamped past the host's clock
+// moves its expiry by that clock; see Dedup.clamp.)
 type Transform interface {
 	Apply(r *record.Record) (keep bool, err error)
 }

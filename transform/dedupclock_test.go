@@ -1,0 +1,117 @@
+package transform
+
+import (
+	"fmt"
+	"testing"
+	"time"
+)
+
+// newDedupAt is newDedup with the host's clock stopped at now.
+func newDedupAt(t *testing.T, kv KV, ttl time.Duration, now time.Time) *Dedup {
+	t.Helper()
+	d := newDedup(t, kv, "d", "id", ttl)
+	d.clock = func() int64 { return now.UnixMilli() }
+	return d
+}
+
+// entriesIn counts the KV's entries in d's bucket of record time at.
+func entriesIn(t *testing.T, d *Dedup, at time.Time) int {
+	t.Helper()
+	b := d.bucket(at.UnixMilli())
+	n := 0
+	if err := d.kv.Scan(d.bucketPrefix(nil, b), d.bucketPrefix(nil, b+1), func(_, _ []byte) error { n++; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// A record stamped years past the host's clock (a producer's bug) does not
+// make the dedup forget the values of the present: their repeats within
+// the TTL are still dropped, and its own repeat too. Its entry, in a bucket
+// no record of the present reaches, goes once stale. Before, its time
+// became the newest seen and expired every bucket below its own.
+func TestDedupRecordStampedFarPastTheClockKeepsThePresentsMemory(t *testing.T) {
+	defer func(n uint64) { staleEvery = n }(staleEvery)
+	staleEvery = 64
+	now := t0
+	d := newDedupAt(t, NewMemKV(), time.Minute, now)
+	for i := range 10 {
+		applied(t, d, recAt(fmt.Sprintf(`{"id":"v%d"}`, i), now.Add(-30*time.Second)))
+	}
+	future := now.AddDate(10, 0, 0)
+	applied(t, d, recAt(`{"id":"future"}`, future))
+	for i := range 10 {
+		if mustApply(t, d, recAt(fmt.Sprintf(`{"id":"v%d"}`, i), now)) {
+			t.Errorf("v%d kept 30 s after its first sighting (TTL 1m), after a record stamped 10 years ahead", i)
+		}
+	}
+	if mustApply(t, d, recAt(`{"id":"future"}`, future.Add(time.Second))) {
+		t.Error("the record stamped 10 years ahead: its repeat a second later was kept")
+	}
+	if n := entriesIn(t, flushed(t, d), future); n == 0 {
+		t.Fatal("the record stamped 10 years ahead left no entry in its bucket")
+	}
+	for i := range 2 * staleEvery { // records of the present only, a second apart
+		applied(t, d, recAt(fmt.Sprintf(`{"id":"w%d"}`, i), now.Add(time.Duration(i)*time.Second)))
+	}
+	if n := entriesIn(t, flushed(t, d), future); n != 0 {
+		t.Errorf("the bucket of the record stamped 10 years ahead still holds %d entries after %d records of the present", n, 2*staleEvery)
+	}
+	if _, ok := d.index.sets[d.bucket(future.UnixMilli())]; ok {
+		t.Error("the index still holds the bucket of the record stamped 10 years ahead")
+	}
+}
+
+// After a restart on state that holds an entry stamped far past the clock,
+// the present's buckets still expire as record time moves on: the entry
+// does not become the newest time seen at the load.
+func TestDedupLoadOfAnEntryFarPastTheClockStillExpiresThePresent(t *testing.T) {
+	now := t0
+	kv := NewMemKV()
+	d := newDedupAt(t, kv, time.Minute, now)
+	applied(t, d, recAt(`{"id":"a"}`, now))
+	applied(t, d, recAt(`{"id":"future"}`, now.AddDate(10, 0, 0)))
+	flushed(t, d)
+
+	restarted := newDedupAt(t, kv, time.Minute, now)
+	if mustApply(t, restarted, recAt(`{"id":"a"}`, now.Add(time.Second))) {
+		t.Error("after a restart, a repeat 1 s after its first sighting was kept")
+	}
+	most := 0
+	for i := range 600 { // ten TTLs of the present, a new value a second
+		at := now.Add(time.Duration(i) * time.Second)
+		restarted.clock = func() int64 { return at.UnixMilli() }
+		applied(t, restarted, recAt(fmt.Sprintf(`{"id":"v%d"}`, i), at))
+		most = max(most, len(restarted.index.sets))
+	}
+	// Three buckets a lookup may read, a fourth the newest just entered,
+	// and the one ahead.
+	if most > 5 {
+		t.Errorf("the index held up to %d buckets over ten TTLs, want at most 5: the present's buckets did not expire", most)
+	}
+	if entriesIn(t, flushed(t, restarted), now) != 0 {
+		t.Error("the first bucket still holds entries ten TTLs later")
+	}
+}
+
+// Records stamped a little ahead of the clock (a producer's clock a few
+// seconds fast) move the expiry as usual once the clock catches up: the
+// clock is read again when a record passes the bound it gave.
+func TestDedupClockIsReadAgainAsRecordsPassItsBound(t *testing.T) {
+	now := t0
+	d := newDedupAt(t, NewMemKV(), time.Minute, now)
+	applied(t, d, recAt(`{"id":"a"}`, now))
+	later := now.Add(5 * time.Minute)
+	d.clock = func() int64 { return later.UnixMilli() }
+	applied(t, d, recAt(`{"id":"b"}`, later.Add(5*time.Second)))
+	if got, want := d.maxSeen, later.Add(5*time.Second).UnixMilli(); got != want {
+		t.Errorf("newest record time seen = %d, want %d (the record's, 5 s ahead of the clock)", got, want)
+	}
+	if _, ok := d.index.sets[d.bucket(now.UnixMilli())]; ok {
+		t.Error("the bucket of five TTLs ago was not expired")
+	}
+	applied(t, d, recAt(`{"id":"c"}`, later.Add(2*time.Minute)))
+	if got, want := d.maxSeen, later.Add(time.Minute).UnixMilli(); got != want {
+		t.Errorf("newest record time seen = %d, want %d (the clock plus the TTL)", got, want)
+	}
+}
