@@ -121,9 +121,10 @@ func (c *DedupConfig) problems() []error {
 // be kept; the buckets such records write into again are removed once no
 // record came to them for a while (staleEvery), so that a backlog whose
 // partitions drift apart in time does not pile them up. The newest record
-// time seen moves at most a TTL (at most maxLead) past the host's clock
-// (clamp): a record stamped years ahead does not expire the present's
-// buckets; its own bucket goes when stale.
+// time seen moves at most a lead (the TTL, at least minLead) past the
+// host's clock (clamp): a record stamped years ahead does not expire the
+// present's buckets. Its own bucket, ahead, goes when stale, or when more
+// than maxAhead buckets are ahead (evictAhead).
 //
 // Most lookups are for values not seen within the TTL, and a KV lookup
 // costs an iterator per level even for an absent key. So a Dedup keeps, per
@@ -183,7 +184,7 @@ type Dedup struct {
 	useKeyField bool
 
 	started    bool
-	maxSeen    int64        // the newest record time seen, ms, at most a lead past the clock
+	maxSeen    int64        // the newest record time seen, ms, at most a lead past the clock (clamp)
 	clock      func() int64 // the host's clock, Unix ms (see clamp)
 	ceiling    int64        // clamp's bound: the clock's time plus the lead, when last read
 	expiredTo  int64        // buckets below it were expired, once started
@@ -226,7 +227,7 @@ func NewDedup(cfg DedupConfig, kv KV) (*Dedup, error) {
 	ns := []byte(dedupPrefix + cfg.Name + "/")
 	ttl := cfg.TTL.Milliseconds()
 	kgs, _ := kv.(KeyGroups)
-	return &Dedup{path: path, ttl: ttl, kv: kv, kgs: kgs, ns: ns, index: index{seed: maphash.MakeSeed(), ttl: ttl}, gen: widthSpan(ns, ttl),
+	return &Dedup{path: path, ttl: ttl, kv: kv, kgs: kgs, ns: ns, index: index{seed: maphash.MakeSeed(), ttl: ttl, top: math.MinInt64}, gen: widthSpan(ns, ttl),
 		clock: func() int64 { return time.Now().UnixMilli() }, ceiling: math.MinInt64}, nil
 }
 
@@ -321,6 +322,11 @@ func markedKey(r *record.Record) ([]byte, bool) {
 // numbered entry (in a run, dedupruns.go) while the bucket's index has
 // room, else a by-value one.
 func (t *Dedup) write(b, now int64) error {
+	if b > t.bucket(t.maxSeen)+1 && t.index.sets[b] == nil {
+		if err := t.evictAhead(); err != nil {
+			return err
+		}
+	}
 	s := t.index.open(b)
 	s.touched = t.records
 	if s.n < indexCap {
@@ -370,7 +376,7 @@ func (t *Dedup) numberKey(g *keySpan, b int64, n uint32) []byte {
 func (t *Dedup) lookup(now int64) (first int64, seen bool, err error) {
 	b := t.bucket(now)
 	from := b
-	if t.maxSeen >= (b+1)*t.ttl {
+	if t.maxSeen >= (b+1)*t.ttl || t.index.top > b { // the bucket after may hold a window begun after now
 		from = b + 1
 	}
 	// The buckets' tables are large and each first probe misses the cache:
@@ -500,13 +506,16 @@ func (t *Dedup) advance(now int64) error {
 	return nil
 }
 
-// maxLead bounds clamp's lead: a producer's clock some seconds ahead of
-// the host's moves the expiry as usual, up to a TTL ahead and at most this.
-const maxLead = int64(time.Minute / time.Millisecond)
+// minLead is the least of clamp's leads: a producer's clock up to a
+// minute ahead of the host's moves the expiry as before, whatever the TTL
+// (a short TTL does not make ordinary skew a record far ahead).
+const minLead = int64(time.Minute / time.Millisecond)
 
 // clamp returns record time now as far as it moves the newest record time
-// seen, and with it the expiry: at most a lead (the TTL, at most maxLead)
-// past the host's clock. A record stamped far in the future (a producer's
+// seen, and with it the expiry: at most a lead (the TTL, at least minLead)
+// past the host's clock. A lead of a TTL moves the expiry at most one
+// bucket further than the clock's time would: no record of the present
+// loses a window. A record stamped far in the future (a producer's
 // clock or bug: Kafka takes any CreateTime a topic's
 // message.timestamp.after.max.ms allows) would otherwise expire every
 // bucket below its own, and with them the memory of every value the
@@ -525,7 +534,7 @@ func (t *Dedup) clamp(now int64) int64 {
 	if now <= t.ceiling {
 		return now
 	}
-	t.ceiling = min(t.clock(), timeBound) + min(t.ttl, maxLead)
+	t.ceiling = min(t.clock(), timeBound) + max(t.ttl, minLead)
 	return min(now, t.ceiling)
 }
 
@@ -559,11 +568,52 @@ func (t *Dedup) expireStale() error {
 		if b >= t.expiredTo && b <= ahead || s.touched+staleEvery > t.records {
 			continue
 		}
-		if err := t.kv.Expire(t.bucketPrefix(nil, b), t.bucketPrefix(nil, b+1)); err != nil {
+		if err := t.dropBucket(b); err != nil {
 			return err
 		}
-		t.index.drop(b)
 	}
+	return nil
+}
+
+// maxAhead is the most buckets a Dedup keeps ahead of the newest record
+// time seen (past the bucket after its), which only records stamped more
+// than clamp's lead past the host's clock write: enough for a producer
+// steadily that far ahead to find its own windows (its bucket and the two
+// before), beside one record far ahead.
+const maxAhead = 4
+
+// evictAhead makes room for a new bucket ahead (see maxAhead): it drops
+// the least recently read or written of the buckets ahead while there are
+// maxAhead. A record that comes back to a dropped bucket may miss a
+// window, as one that comes back to a stale bucket may. Without the bound,
+// a producer steadily more than the lead ahead, with a TTL far shorter
+// than its lead, kept a bucket a TTL until the clock caught up.
+func (t *Dedup) evictAhead() error {
+	ahead := t.bucket(t.maxSeen) + 1
+	for {
+		n, lru, least := 0, int64(0), uint64(math.MaxUint64)
+		for b, s := range t.index.sets {
+			if b > ahead {
+				if n++; s.touched < least {
+					lru, least = b, s.touched
+				}
+			}
+		}
+		if n < maxAhead {
+			return nil
+		}
+		if err := t.dropBucket(lru); err != nil {
+			return err
+		}
+	}
+}
+
+// dropBucket removes bucket b from the KV and the index.
+func (t *Dedup) dropBucket(b int64) error {
+	if err := t.kv.Expire(t.bucketPrefix(nil, b), t.bucketPrefix(nil, b+1)); err != nil {
+		return err
+	}
+	t.index.drop(b)
 	return nil
 }
 

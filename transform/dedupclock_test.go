@@ -115,3 +115,71 @@ func TestDedupClockIsReadAgainAsRecordsPassItsBound(t *testing.T) {
 		t.Errorf("newest record time seen = %d, want %d (the clock plus the TTL)", got, want)
 	}
 }
+
+// A repeat stamped before its first sighting is dropped (as any record
+// older than a window's first sighting is) when both are stamped more than
+// the lead past the clock, the first sighting in the bucket after the
+// repeat's own: the lookup reads the bucket after whenever the index holds
+// one, not only once the newest time seen (clamped) reached it. So after a
+// restart. (Found by a review.)
+func TestDedupRepeatBeforeAFirstSightingStampedAheadIsDropped(t *testing.T) {
+	clock := time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC)
+	first, repeat := clock.Add(10*time.Minute+30*time.Second), clock.Add(9*time.Minute+45*time.Second) // buckets 03:10, 03:09
+	d := newDedupAt(t, NewMemKV(), time.Minute, clock)
+	applied(t, d, recAt(`{"id":"x"}`, first))
+	if mustApply(t, d, recAt(`{"id":"x"}`, repeat)) {
+		t.Error("a repeat 45 s before its first sighting (TTL 1m), both stamped 10 min past the clock, was kept")
+	}
+
+	kv := NewMemKV()
+	d = newDedupAt(t, kv, time.Minute, clock)
+	applied(t, d, recAt(`{"id":"y"}`, first))
+	flushed(t, d)
+	r := newDedupAt(t, kv, time.Minute, clock)
+	if mustApply(t, r, recAt(`{"id":"y"}`, repeat)) {
+		t.Error("after a restart, a repeat 45 s before its first sighting (TTL 1m), both stamped 10 min past the clock, was kept")
+	}
+}
+
+// With a short TTL, a producer seconds fast is not a record far ahead: the
+// lead is at least a minute, so its bucket is not one ahead, and does not
+// go stale while the other partitions' records, on time, do not come to
+// it. (Found by a review of a lead of one TTL: TTL 1s, 3 s fast.)
+func TestDedupBucketOfAProducerSecondsFastIsNotStale(t *testing.T) {
+	defer func(n uint64) { staleEvery = n }(staleEvery)
+	staleEvery = 64
+	clock := t0
+	d := newDedupAt(t, NewMemKV(), time.Second, clock)
+	applied(t, d, recAt(`{"id":"x"}`, clock.Add(3*time.Second)))
+	for i := range 2 * staleEvery { // the other partitions, on time
+		applied(t, d, recAt(fmt.Sprintf(`{"id":"p%d"}`, i), clock.Add(time.Duration(i)*time.Millisecond)))
+	}
+	if mustApply(t, d, recAt(`{"id":"x"}`, clock.Add(3*time.Second+200*time.Millisecond))) {
+		t.Error("the fast producer's repeat 200 ms after its first sighting (TTL 1s) was kept: its bucket was dropped as stale")
+	}
+}
+
+// A producer steadily ahead of the clock keeps a few buckets, whatever its
+// skew and the TTL: within the lead (1 s fast, TTL 1ms) the newest time
+// seen follows it; past the lead (2 min fast) at most maxAhead buckets are
+// kept ahead. Its repeats within the TTL are dropped all along. (Found by a
+// review: a bucket a TTL, until the clock caught up.)
+func TestDedupProducerSteadilyAheadKeepsAFewBuckets(t *testing.T) {
+	for _, skew := range []time.Duration{time.Second, 2 * time.Minute} {
+		d := newDedupAt(t, NewMemKV(), time.Millisecond, t0)
+		most := 0
+		for i := range 3000 { // a record a ms of the host's clock
+			at := t0.Add(time.Duration(i) * time.Millisecond)
+			d.clock = func() int64 { return at.UnixMilli() }
+			v := fmt.Sprintf(`{"id":"v%d"}`, i)
+			applied(t, d, recAt(v, at.Add(skew)))
+			if mustApply(t, d, recAt(v, at.Add(skew))) {
+				t.Fatalf("%v fast: a repeat in the same ms (TTL 1ms) was kept", skew)
+			}
+			most = max(most, len(d.index.sets))
+		}
+		if most > maxAhead+1 {
+			t.Errorf("%v fast: the index held up to %d buckets (TTL 1ms), want at most %d", skew, most, maxAhead+1)
+		}
+	}
+}

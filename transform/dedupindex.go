@@ -2,6 +2,7 @@ package transform
 
 import (
 	"hash/maphash"
+	"math"
 	"runtime"
 	"slices"
 	"sync/atomic"
@@ -33,6 +34,7 @@ type index struct {
 	seed maphash.Seed // the process's: the index is built at every start
 	ttl  int64        // a bucket's width, ms
 	sets map[int64]*bucketIndex
+	top  int64 // the newest bucket in sets (math.MinInt64: none)
 }
 
 // reset empties the index; the caller adds what the KV holds.
@@ -41,6 +43,7 @@ func (x *index) reset() {
 		x.drop(b)
 	}
 	x.sets = make(map[int64]*bucketIndex)
+	x.top = math.MinInt64
 }
 
 // drop forgets bucket b and gives its tables back at once.
@@ -48,6 +51,12 @@ func (x *index) drop(b int64) {
 	if s := x.sets[b]; s != nil {
 		s.free()
 		delete(x.sets, b)
+		if b == x.top {
+			x.top = math.MinInt64
+			for c := range x.sets {
+				x.top = max(x.top, c)
+			}
+		}
 	}
 }
 
@@ -57,6 +66,7 @@ func (x *index) open(b int64) *bucketIndex {
 	if s == nil {
 		s = newBucketIndex(b*x.ttl, x.ttl)
 		x.sets[b] = s
+		x.top = max(x.top, b)
 	}
 	return s
 }
