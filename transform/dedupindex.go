@@ -433,7 +433,7 @@ func (s *bucketIndex) grow() {
 		size = full
 	}
 	s.old, s.oldMem, s.moved = s.slots, s.slotsMem, 0
-	s.slotsMem = offheap.New(size)
+	s.slotsMem = offheap.NewResident(size) // the move writes half its slots, in every page
 	s.slots = s.slotsMem.W
 }
 

@@ -4,6 +4,6 @@ package offheap
 
 import "errors"
 
-func mmapWords(int) ([]byte, []uint64, error) { return nil, nil, errors.ErrUnsupported }
+func mmapWords(int, bool) ([]byte, []uint64, error) { return nil, nil, errors.ErrUnsupported }
 
 func munmap([]byte) error { return errors.ErrUnsupported }

@@ -8,13 +8,16 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-func mmapWords(n int) (mem []byte, w []uint64, err error) {
+func mmapWords(n int, resident bool) (mem []byte, w []uint64, err error) {
 	mem, err = unix.Mmap(-1, 0, n*8, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANON)
 	if err != nil {
 		return nil, nil, err
 	}
 	if len(mem) >= hugeFrom {
 		hugePages(mem)
+	}
+	if resident {
+		populate(mem)
 	}
 	return mem, unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(mem))), n), nil
 }

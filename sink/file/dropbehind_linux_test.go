@@ -6,12 +6,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"unsafe"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
 
+	"github.com/connector-dev/connector/internal/mincore"
 	"github.com/connector-dev/connector/record"
 )
 
@@ -85,14 +85,11 @@ func residentPages(t *testing.T, path string) (resident, pages int) {
 		t.Fatal(err)
 	}
 	defer unix.Munmap(m)
-	vec := make([]byte, (len(m)+os.Getpagesize()-1)/os.Getpagesize())
-	if _, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&m[0])), uintptr(len(m)), uintptr(unsafe.Pointer(&vec[0]))); errno != 0 {
-		t.Fatalf("mincore: %v", errno)
+	resident, pages, err = mincore.Pages(m)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, v := range vec {
-		resident += int(v & 1)
-	}
-	return resident, len(vec)
+	return resident, pages
 }
 
 // onTmpfs reports whether dir is on tmpfs.
