@@ -121,10 +121,10 @@ func (c *DedupConfig) problems() []error {
 // be kept; the buckets such records write into again are removed once no
 // record came to them for a while (staleEvery), so that a backlog whose
 // partitions drift apart in time does not pile them up. The newest record
-// time seen moves at most a lead (the TTL, at least minLead) past the
-// host's clock (clamp): a record stamped years ahead does not expire the
-// present's buckets. Its own bucket, ahead, goes when stale, or when more
-// than maxAhead buckets are ahead (evictAhead).
+// time seen moves at most a TTL past the host's clock (clamp): a record
+// stamped years ahead does not expire the present's buckets. Its own
+// bucket, ahead, goes when more than maxAhead buckets are ahead
+// (evictAhead).
 //
 // Most lookups are for values not seen within the TTL, and a KV lookup
 // costs an iterator per level even for an absent key. So a Dedup keeps, per
@@ -506,16 +506,12 @@ func (t *Dedup) advance(now int64) error {
 	return nil
 }
 
-// minLead is the least of clamp's leads: a producer's clock up to a
-// minute ahead of the host's moves the expiry as before, whatever the TTL
-// (a short TTL does not make ordinary skew a record far ahead).
-const minLead = int64(time.Minute / time.Millisecond)
-
 // clamp returns record time now as far as it moves the newest record time
-// seen, and with it the expiry: at most a lead (the TTL, at least minLead)
-// past the host's clock. A lead of a TTL moves the expiry at most one
-// bucket further than the clock's time would: no record of the present
-// loses a window. A record stamped far in the future (a producer's
+// seen, and with it the expiry: at most a TTL past the host's clock, which
+// moves the expiry at most one bucket further than the clock's time would:
+// no record of the present loses a window. (A lead of a minute, whatever
+// the TTL, was tried: with a TTL of 10 s it expired the present's buckets
+// as a record far ahead did before.) A record stamped far in the future (a producer's
 // clock or bug: Kafka takes any CreateTime a topic's
 // message.timestamp.after.max.ms allows) would otherwise expire every
 // bucket below its own, and with them the memory of every value the
@@ -534,7 +530,7 @@ func (t *Dedup) clamp(now int64) int64 {
 	if now <= t.ceiling {
 		return now
 	}
-	t.ceiling = min(t.clock(), timeBound) + max(t.ttl, minLead)
+	t.ceiling = min(t.clock(), timeBound) + t.ttl
 	return min(now, t.ceiling)
 }
 
@@ -561,11 +557,12 @@ func (t *Dedup) expireBelow(b int64) error {
 // miss a window, as any record more than a TTL older than the newest may.
 var staleEvery uint64 = 1 << 16 // a variable for tests
 
-// expireStale removes the stale buckets (see staleEvery).
+// expireStale removes the stale buckets (see staleEvery). Not those ahead
+// of the newest (evictAhead bounds them): a producer more than a TTL ahead
+// of the clock writes there, and its records may be few among many on time.
 func (t *Dedup) expireStale() error {
-	ahead := t.bucket(t.maxSeen) + 1 // buckets past it only records stamped ahead of the clock wrote (clamp)
 	for b, s := range t.index.sets {
-		if b >= t.expiredTo && b <= ahead || s.touched+staleEvery > t.records {
+		if b >= t.expiredTo || s.touched+staleEvery > t.records {
 			continue
 		}
 		if err := t.dropBucket(b); err != nil {
@@ -577,7 +574,7 @@ func (t *Dedup) expireStale() error {
 
 // maxAhead is the most buckets a Dedup keeps ahead of the newest record
 // time seen (past the bucket after its), which only records stamped more
-// than clamp's lead past the host's clock write: enough for a producer
+// than a TTL past the host's clock write (clamp): enough for a producer
 // steadily that far ahead to find its own windows (its bucket and the two
 // before), beside one record far ahead.
 const maxAhead = 4
@@ -586,8 +583,9 @@ const maxAhead = 4
 // the least recently read or written of the buckets ahead while there are
 // maxAhead. A record that comes back to a dropped bucket may miss a
 // window, as one that comes back to a stale bucket may. Without the bound,
-// a producer steadily more than the lead ahead, with a TTL far shorter
-// than its lead, kept a bucket a TTL until the clock caught up.
+// a producer steadily more than a TTL ahead kept every bucket it wrote
+// until the clock caught up (with a TTL of 1 ms and a producer 1 s fast, a
+// thousand).
 func (t *Dedup) evictAhead() error {
 	ahead := t.bucket(t.maxSeen) + 1
 	for {
