@@ -182,6 +182,9 @@ func (w *worker) process(ctx context.Context, b batch) error {
 		bw.BeginBatch()
 	}
 	var out uint64
+	if w.chain != nil {
+		defer w.chain.Publish()
+	}
 	for i := range b {
 		r := &b[i]
 		if w.chain != nil && i%transform.PrefetchWindow == 0 {

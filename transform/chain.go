@@ -11,7 +11,8 @@ import (
 // Chain applies transforms in order and stops at the first that drops the
 // record or fails. It is itself a Transform with the same lifecycle: one
 // per worker, Apply from one goroutine. Stats may be read from any
-// goroutine.
+// goroutine: the counts as of the last Publish, which Apply's goroutine
+// calls (the runtime's worker: after each batch).
 //
 // The value is decoded at most once per record: the built-ins share one
 // decoded document, and the value is re-encoded once, at the end, only if a
@@ -26,12 +27,15 @@ type Chain struct {
 }
 
 type step struct {
-	t       Transform
-	da      docApplier // nil for a Transform from outside this package
-	name    string
-	in      atomic.Uint64
-	dropped atomic.Uint64
-	errs    atomic.Uint64
+	t    Transform
+	da   docApplier // nil for a Transform from outside this package
+	name string
+	// The counts since the last Publish, Apply's goroutine's alone: an
+	// atomic add (or store: an XCHG on amd64) per record and step drained
+	// the CPU's store buffer, 5% of a dedup's CPU (bench/profile --dedup u).
+	in, dropped, errs uint64
+	// The counts as of the last Publish, which Stats reads.
+	pub struct{ in, dropped, errs atomic.Uint64 }
 }
 
 var _ Transform = (*Chain)(nil)
@@ -103,7 +107,7 @@ func (c *Chain) Apply(r *record.Record) (bool, error) {
 	c.d.reset(r)
 	for i := range c.steps {
 		s := &c.steps[i]
-		s.in.Add(1)
+		s.in++
 		var keep bool
 		var err error
 		if s.da != nil {
@@ -116,11 +120,11 @@ func (c *Chain) Apply(r *record.Record) (bool, error) {
 			c.d.reset(r)
 		}
 		if err != nil {
-			s.errs.Add(1)
+			s.errs++
 			return false, fmt.Errorf("transform %s: %w", s.name, err)
 		}
 		if !keep {
-			s.dropped.Add(1)
+			s.dropped++
 			return false, nil
 		}
 	}
@@ -141,13 +145,29 @@ type Stats struct {
 	KeyMissing uint64
 }
 
-// Stats returns the counters of every step, in chain order. It is safe to
-// call from any goroutine, concurrently with Apply.
+// Publish makes the counts of the records applied since the last Publish
+// visible to Stats. It is called from Apply's goroutine (the runtime's
+// worker, after each batch).
+func (c *Chain) Publish() {
+	for i := range c.steps {
+		s := &c.steps[i]
+		if s.in == 0 {
+			continue // so neither dropped nor failed any
+		}
+		s.pub.in.Add(s.in)
+		s.pub.dropped.Add(s.dropped)
+		s.pub.errs.Add(s.errs)
+		s.in, s.dropped, s.errs = 0, 0, 0
+	}
+}
+
+// Stats returns the counters of every step, in chain order, as of the last
+// Publish. It is safe to call from any goroutine, concurrently with Apply.
 func (c *Chain) Stats() []Stats {
 	out := make([]Stats, len(c.steps))
 	for i := range c.steps {
 		s := &c.steps[i]
-		out[i] = Stats{Name: s.name, In: s.in.Load(), Dropped: s.dropped.Load(), Errors: s.errs.Load()}
+		out[i] = Stats{Name: s.name, In: s.pub.in.Load(), Dropped: s.pub.dropped.Load(), Errors: s.pub.errs.Load()}
 		if d, ok := s.t.(*Dedup); ok {
 			out[i].KeyMissing = d.KeyMissing()
 		}

@@ -45,6 +45,11 @@ func TestChainDecodesOnceAndEncodesOnce(t *testing.T) {
 		{Name: "1:project", In: 2},
 		{Name: "2:dedup", In: 2, Dropped: 1},
 	}
+	if s := c.Stats()[0]; s.In != 0 {
+		t.Errorf("before Publish: stats[0] = %+v, want nothing counted yet", s)
+	}
+	c.Publish()
+	c.Publish() // again: nothing counted twice
 	for i, s := range c.Stats() {
 		if s != want[i] {
 			t.Errorf("stats[%d] = %+v, want %+v", i, s, want[i])
@@ -164,6 +169,7 @@ func TestChainBadJSONIsErrDecodeWithTheOffsetAndTheValueUntouched(t *testing.T) 
 			t.Errorf("value changed to %q", r.Value)
 		}
 	}
+	c.Publish()
 	if s := c.Stats()[0]; s.Errors != 5 || s.In != 5 {
 		t.Errorf("stats = %+v, want 5 in, 5 errors", s)
 	}
