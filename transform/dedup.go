@@ -511,21 +511,23 @@ func (t *Dedup) advance(now int64) error {
 // moves the expiry at most one bucket further than the clock's time would:
 // no record of the present loses a window. (A lead of a minute, whatever
 // the TTL, was tried: with a TTL of 10 s it expired the present's buckets
-// as a record far ahead did before.) A record stamped far in the future (a producer's
-// clock or bug: Kafka takes any CreateTime a topic's
-// message.timestamp.after.max.ms allows) would otherwise expire every
-// bucket below its own, and with them the memory of every value the
-// records at the present time repeat: each repeat within the TTL would be
-// kept until the newest record time seen is reached. Its own entry still
-// goes into its bucket by its own time; that bucket, ahead of the newest,
-// goes when it is stale (expireStale), or as any when the newest passes
-// it. The clock is read only for a record past the last bound read.
+// as a record far ahead did before.)
+//
+// A record stamped far in the future (a producer's clock or bug: Kafka
+// takes any CreateTime a topic's message.timestamp.after.max.ms allows)
+// would otherwise expire every bucket below its own, and with them the
+// memory of every value the records at the present time repeat: each
+// repeat within the TTL would be kept until the newest record time seen is
+// reached. Its own entry still goes into its bucket by its own time; that
+// bucket, ahead of the newest, goes when evictAhead needs room, or as any
+// once the newest passes it. The clock is read only for a record past the
+// last bound read.
 //
 // The clock bounds the expiry only, and only for records stamped past it:
 // a replay after a restart (whose output the first run never committed)
 // may decide otherwise than the first run only for records more than a
 // TTL behind such a one (which may miss their window, as any record more
-// than a TTL behind the newest may) or in a bucket ahead that went stale.
+// than a TTL behind the newest may) or in a bucket ahead that was evicted.
 func (t *Dedup) clamp(now int64) int64 {
 	if now <= t.ceiling {
 		return now
@@ -618,12 +620,12 @@ func (t *Dedup) dropBucket(b int64) error {
 // load reads what the KV holds at the first record (at time now, clamped),
 // after a start or a restore: it indexes every bucketed entry, and takes the
 // newest first sighting among them (clamped) and now as the newest record
-// time seen (the run
-// that wrote them saw at least that much; a restore replays records from
-// several partitions, older ones among them), and the buckets below the
-// second before the newest entry's as expired already (as they were in the
-// run that wrote them). Entries of earlier versions are read until two
-// TTLs after the newest of them; with none, never.
+// time seen (the run that wrote them saw at least that much; a restore
+// replays records from several partitions, older ones among them), and
+// the buckets below the second before the newest entry's as expired
+// already (as they were in the run that wrote them). Entries of earlier
+// versions are read until two TTLs after the newest of them; with none,
+// never.
 func (t *Dedup) load(now int64) error {
 	t.index.reset()
 	for _, g := range t.old {
