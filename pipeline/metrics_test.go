@@ -54,6 +54,7 @@ func TestAttemptCountersCarryOverRestarts(t *testing.T) {
 		for range dropped {
 			_, _ = c.Apply(&record.Record{Value: []byte(`{}`)})
 		}
+		c.Publish() // as the worker does after each batch
 		return m.attach(&attemptObjects{sink: statsSink{stats: stats}, chains: []*transform.Chain{c, nil}})
 	}
 	want := func(when string, dropped, bytes, files float64) {
