@@ -227,7 +227,7 @@ func NewDedup(cfg DedupConfig, kv KV) (*Dedup, error) {
 	ns := []byte(dedupPrefix + cfg.Name + "/")
 	ttl := cfg.TTL.Milliseconds()
 	kgs, _ := kv.(KeyGroups)
-	return &Dedup{path: path, ttl: ttl, kv: kv, kgs: kgs, ns: ns, index: index{seed: maphash.MakeSeed(), ttl: ttl, top: math.MinInt64}, gen: widthSpan(ns, ttl),
+	return &Dedup{path: path, ttl: ttl, kv: kv, kgs: kgs, ns: ns, index: newIndex(maphash.MakeSeed(), ttl), gen: widthSpan(ns, ttl),
 		clock: func() int64 { return time.Now().UnixMilli() }, ceiling: math.MinInt64}, nil
 }
 
@@ -376,7 +376,7 @@ func (t *Dedup) numberKey(g *keySpan, b int64, n uint32) []byte {
 func (t *Dedup) lookup(now int64) (first int64, seen bool, err error) {
 	b := t.bucket(now)
 	from := b
-	if t.maxSeen >= (b+1)*t.ttl || t.index.top > b { // the bucket after may hold a window begun after now
+	if t.index.top > b { // the bucket after may hold a window begun after now
 		from = b + 1
 	}
 	// The buckets' tables are large and each first probe misses the cache:

@@ -37,6 +37,11 @@ type index struct {
 	top  int64 // the newest bucket in sets (math.MinInt64: none)
 }
 
+// newIndex is an empty index of buckets of width ttl.
+func newIndex(seed maphash.Seed, ttl int64) index {
+	return index{seed: seed, ttl: ttl, top: math.MinInt64}
+}
+
 // reset empties the index; the caller adds what the KV holds.
 func (x *index) reset() {
 	for b := range x.sets {

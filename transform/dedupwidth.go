@@ -82,7 +82,7 @@ type oldGeneration struct {
 
 // newOldGeneration is an empty generation of the width and keys of span.
 func newOldGeneration(seed maphash.Seed, span keySpan, width int64) *oldGeneration {
-	g := &oldGeneration{span: span, index: index{seed: seed, ttl: width, top: math.MinInt64}, newest: math.MinInt64}
+	g := &oldGeneration{span: span, index: newIndex(seed, width), newest: math.MinInt64}
 	g.reset()
 	return g
 }
