@@ -61,9 +61,13 @@ func (d *document) parse() error {
 	d.parses++
 	if serr := d.scan(); serr != nil {
 		d.fields = d.fields[:0]
-		d.err = &DecodeError{Topic: d.r.Topic, Partition: d.r.Partition, Offset: d.r.Offset, Pos: serr.pos, Msg: serr.msg}
+		d.err = d.decodeError(serr)
 	}
 	return d.err
+}
+
+func (d *document) decodeError(serr *syntaxError) *DecodeError {
+	return &DecodeError{Topic: d.r.Topic, Partition: d.r.Partition, Offset: d.r.Offset, Pos: serr.pos, Msg: serr.msg}
 }
 
 func (d *document) scan() *syntaxError {
@@ -144,6 +148,41 @@ func (d *document) get(path []string) ([]byte, bool, error) {
 			break
 		}
 		v, found = objectGet(v, key)
+	}
+	return v, found, nil
+}
+
+// find is get of a top-level field, name, for a document read for that
+// one field (FieldReader): it validates the whole value as parse does but
+// keeps no list of fields, comparing each key as it passes (the last one
+// named name counts). The document is left unparsed.
+func (d *document) find(name string) ([]byte, bool, error) {
+	b := d.src
+	i := skipWS(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return nil, false, d.decodeError(&syntaxError{i, "not a JSON object"})
+	}
+	var v []byte
+	found := false
+	if i = skipWS(b, i+1); i < len(b) && b[i] == '}' {
+		i++
+	} else {
+		var m member
+		for {
+			next, done, err := nextMember(b, i, 1, &m)
+			if err != nil {
+				return nil, false, d.decodeError(err)
+			}
+			if !m.esc && m.k1-m.k0 == len(name) && string(b[m.k0:m.k1]) == name || m.esc && unquote(b[m.k0-1:m.k1+1]) == name {
+				v, found = b[m.v0:m.v1], true
+			}
+			if i = next; done {
+				break
+			}
+		}
+	}
+	if i = skipWS(b, i); i != len(b) {
+		return nil, false, d.decodeError(&syntaxError{i, "data after the top-level object"})
 	}
 	return v, found, nil
 }

@@ -35,6 +35,7 @@ func FuzzScannerAgreesWithEncodingJSON(f *testing.F) {
 }
 
 func checkAgainstStdlib(t *testing.T, v []byte) {
+	checkFind(t, v)
 	var d document
 	d.reset(rec(string(v)))
 	err := d.parse()
@@ -112,5 +113,48 @@ func TestSlabCarvesIndependentSlices(t *testing.T) {
 	}
 	for range 2 * slabChunk / 100 {
 		s.alloc(100) // spans chunks
+	}
+}
+
+// checkFind: find (FieldReader's read of one top-level field, without a
+// list of fields) agrees with parse and get on v: the same error at the
+// same byte, and for every key of v and a key not in it, the same value.
+func checkFind(t *testing.T, v []byte) {
+	t.Helper()
+	var d, f document
+	d.reset(rec(string(v)))
+	perr := d.parse()
+	names := []string{"no such key", ""}
+	for i := range d.fields {
+		names = append(names, unquote(d.src[d.fields[i].k0-1:d.fields[i].k1+1]))
+	}
+	for _, name := range names {
+		f.reset(rec(string(v)))
+		got, ok, err := f.find(name)
+		if perr != nil {
+			var want, fe *DecodeError
+			if !errors.As(perr, &want) || !errors.As(err, &fe) || fe.Pos != want.Pos || fe.Msg != want.Msg {
+				t.Fatalf("%q: find %q: error %v, want parse's %v", v, name, err, perr)
+			}
+			continue
+		}
+		want, wok, _ := d.get([]string{name})
+		if err != nil || ok != wok || !bytes.Equal(got, want) {
+			t.Fatalf("%q: find %q = %q,%v (%v); get %q,%v", v, name, got, ok, err, want, wok)
+		}
+	}
+}
+
+// TestFindComparesAKeyByItsText: a key with escapes is the text they
+// stand for, not its bytes in the value.
+func TestFindComparesAKeyByItsText(t *testing.T) {
+	v := []byte(`{"\u0061":1,"b":2}`)
+	for name, want := range map[string]string{`a`: `1`, `\u0061`: ``, `b`: `2`} {
+		var d document
+		d.reset(rec(string(v)))
+		got, ok, err := d.find(name)
+		if err != nil || ok != (want != "") || string(got) != want {
+			t.Errorf("%s: find %q = %q,%v (%v), want %q", v, name, got, ok, err, want)
+		}
 	}
 }

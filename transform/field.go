@@ -41,7 +41,11 @@ func (f *FieldReader) Get(r *record.Record) (text []byte, found bool, err error)
 // ErrDecode) means the value is not a JSON object.
 func (f *FieldReader) Raw(r *record.Record) (raw []byte, found bool, err error) {
 	f.d.reset(r)
-	raw, found, err = f.d.get(f.path)
+	if len(f.path) == 1 {
+		raw, found, err = f.d.find(f.path[0])
+	} else {
+		raw, found, err = f.d.get(f.path)
+	}
 	if err != nil || !found || raw[0] == 'n' {
 		return nil, false, err
 	}

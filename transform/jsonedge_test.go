@@ -113,6 +113,7 @@ func TestScannerAgreesWithEncodingJSONOnRandomObjects(t *testing.T) {
 	g := jsonGen{rand.New(rand.NewSource(1))}
 	for i := 0; i < 20000; i++ {
 		v := []byte(g.object(0))
+		checkFind(t, v)
 		var d document
 		d.reset(rec(string(v)))
 		err := d.parse()
@@ -143,6 +144,7 @@ func TestScannerAgreesWithEncodingJSONOnRandomObjects(t *testing.T) {
 			case 2:
 				m = m[:pos]
 			}
+			checkFind(t, m)
 			var d2 document
 			d2.reset(rec(string(m)))
 			e2 := d2.parse()
