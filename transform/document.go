@@ -72,14 +72,11 @@ func (d *document) decodeError(serr *syntaxError) *DecodeError {
 
 func (d *document) scan() *syntaxError {
 	b := d.src
-	i := skipWS(b, 0)
-	if i >= len(b) || b[i] != '{' {
-		return &syntaxError{i, "not a JSON object"}
+	i, empty, err := openObject(b)
+	if err != nil {
+		return err
 	}
-	i = skipWS(b, i+1)
-	if i < len(b) && b[i] == '}' {
-		i++
-	} else {
+	if !empty {
 		for {
 			n := len(d.fields)
 			if n == cap(d.fields) {
@@ -97,6 +94,25 @@ func (d *document) scan() *syntaxError {
 			}
 		}
 	}
+	return closeObject(b, i)
+}
+
+// openObject checks that b, a whole value, is an object: it returns the
+// index of its first member, or, with empty, the index after its '}'.
+func openObject(b []byte) (i int, empty bool, err *syntaxError) {
+	i = skipWS(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return i, false, &syntaxError{i, "not a JSON object"}
+	}
+	if i = skipWS(b, i+1); i < len(b) && b[i] == '}' {
+		return i + 1, true, nil
+	}
+	return i, false, nil
+}
+
+// closeObject checks that nothing but space follows the object of b that
+// ends before i.
+func closeObject(b []byte, i int) *syntaxError {
 	if i = skipWS(b, i); i != len(b) {
 		return &syntaxError{i, "data after the top-level object"}
 	}
@@ -107,10 +123,10 @@ func (d *document) keyIs(f *field, name string) bool {
 	if f.ren > 0 {
 		return d.rens[f.ren-1].name == name
 	}
-	if !f.esc {
+	if !f.esc { // inline: named is not inlined, and keyIs is on every field's path
 		return string(d.src[f.k0:f.k1]) == name
 	}
-	return unquote(d.src[f.k0-1:f.k1+1]) == name
+	return f.named(d.src, name)
 }
 
 // lookupKey looks f's current key up in m without allocating (unless the
@@ -158,22 +174,22 @@ func (d *document) get(path []string) ([]byte, bool, error) {
 // named name counts). The document is left unparsed.
 func (d *document) find(name string) ([]byte, bool, error) {
 	b := d.src
-	i := skipWS(b, 0)
-	if i >= len(b) || b[i] != '{' {
-		return nil, false, d.decodeError(&syntaxError{i, "not a JSON object"})
+	i, empty, serr := openObject(b)
+	if serr != nil {
+		return nil, false, d.decodeError(serr)
 	}
 	var v []byte
 	found := false
-	if i = skipWS(b, i+1); i < len(b) && b[i] == '}' {
-		i++
-	} else {
+	if !empty {
 		var m member
 		for {
-			next, done, err := nextMember(b, i, 1, &m)
-			if err != nil {
-				return nil, false, d.decodeError(err)
+			next, done, serr := nextMember(b, i, 1, &m)
+			if serr != nil {
+				return nil, false, d.decodeError(serr)
 			}
-			if !m.esc && m.k1-m.k0 == len(name) && string(b[m.k0:m.k1]) == name || m.esc && unquote(b[m.k0-1:m.k1+1]) == name {
+			// A key without escapes of another length is not name:
+			// no call (named is not inlined) for most keys.
+			if (m.esc || m.k1-m.k0 == len(name)) && m.named(b, name) {
 				v, found = b[m.v0:m.v1], true
 			}
 			if i = next; done {
@@ -181,8 +197,8 @@ func (d *document) find(name string) ([]byte, bool, error) {
 			}
 		}
 	}
-	if i = skipWS(b, i); i != len(b) {
-		return nil, false, d.decodeError(&syntaxError{i, "data after the top-level object"})
+	if serr := closeObject(b, i); serr != nil {
+		return nil, false, d.decodeError(serr)
 	}
 	return v, found, nil
 }
@@ -204,7 +220,7 @@ func objectGet(obj []byte, key string) ([]byte, bool) {
 		if err != nil {
 			return nil, false // cannot happen: validated by parse
 		}
-		if (!m.esc && string(obj[m.k0:m.k1]) == key) || (m.esc && unquote(obj[m.k0-1:m.k1+1]) == key) {
+		if m.named(obj, key) {
 			v, found = obj[m.v0:m.v1], true
 		}
 		if i = next; done {

@@ -211,6 +211,15 @@ type member struct {
 	esc    bool
 }
 
+// named says whether m, a member of b, has the key name: its text, with
+// any escapes decoded.
+func (m *member) named(b []byte, name string) bool {
+	if !m.esc {
+		return string(b[m.k0:m.k1]) == name
+	}
+	return unquote(b[m.k0-1:m.k1+1]) == name
+}
+
 // nextMember scans the member starting at b[i] == '"' into m and returns
 // the index after it and after any space and the following ',' or '}'
 // (done reports the '}'). m is filled in place: returned, the 40-byte
