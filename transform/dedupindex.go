@@ -65,15 +65,33 @@ func (x *index) drop(b int64) {
 	}
 }
 
-// open returns bucket b's index, made empty if the bucket had none.
+// open returns bucket b's index, made empty if the bucket had none. A new
+// bucket's table is sized for as many values as the larger of the two
+// buckets before it holds (expect): buckets of a steady stream hold about
+// as many, and a table grown from minSlots to that size by halves (grow)
+// had moved each value twice on average and mapped three times its final
+// size on the way (bench/RESULTS.md, "2026-12-06, 23:00"). Not the bucket
+// before alone: when b opens, records of partitions behind in time are
+// still filling it (bench/'s buckets: 8% short of their final count), and
+// a table that then grows holds its old table too for a while.
 func (x *index) open(b int64) *bucketIndex {
 	s := x.sets[b]
 	if s == nil {
-		s = newBucketIndex(b*x.ttl, x.ttl)
+		expect := max(x.values(b-1), x.values(b-2))
+		s = newBucketIndex(b*x.ttl, x.ttl, expect)
 		x.sets[b] = s
 		x.top = max(x.top, b)
 	}
 	return s
+}
+
+// values is how many values bucket b's table holds, 0 if the index has no
+// bucket b.
+func (x *index) values(b int64) int {
+	if s := x.sets[b]; s != nil {
+		return s.n
+	}
+	return 0
 }
 
 // expire forgets the buckets below keep, which the KV no longer holds.
@@ -166,12 +184,27 @@ const (
 var bucketIDs atomic.Uint64
 
 // newBucketIndex is an empty index of the bucket of width ms beginning at
-// start (Unix ms).
-func newBucketIndex(start, width int64) *bucketIndex {
-	s := &bucketIndex{id: bucketIDs.Add(1), start: start, unit: (width + qUnknown - 1) / qUnknown, slotsMem: offheap.New(minSlots)}
+// start (Unix ms), its table sized for expect values (tableFor).
+func newBucketIndex(start, width int64, expect int) *bucketIndex {
+	s := &bucketIndex{id: bucketIDs.Add(1), start: start, unit: (width + qUnknown - 1) / qUnknown}
+	if size := tableFor(expect); size > minSlots {
+		s.slotsMem = offheap.NewResident(size) // expect values will touch every page
+	} else {
+		s.slotsMem = offheap.New(minSlots)
+	}
 	s.slots = s.slotsMem.W
 	return s
 }
+
+// tableFor is the size of a table made for n values: they fill 2/3 of it
+// (it grows at 3/4: an eighth more fit), at least minSlots, at most the
+// table indexCap values fill 3/4 of (grow).
+func tableFor(n int) int {
+	return max(minSlots, min(n+n/2, fullTable()))
+}
+
+// fullTable is the largest table: indexCap values fill 3/4 of it.
+func fullTable() int { return (indexCap*4 + 2) / 3 }
 
 // free gives the bucket's tables back at once (internal/offheap's Free),
 // rather than after a collection finds the bucket unreachable: an expired
@@ -434,7 +467,7 @@ func (s *bucketIndex) grow() {
 	size := len(s.slots) + len(s.slots)/2
 	// The last growth before indexCap values: to the table they fill 3/4
 	// of (4M slots), not past it (5.1M).
-	if full := (indexCap*4 + 2) / 3; full > len(s.slots) && size > full {
+	if full := fullTable(); full > len(s.slots) && size > full {
 		size = full
 	}
 	s.old, s.oldMem, s.moved = s.slots, s.slotsMem, 0

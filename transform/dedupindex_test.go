@@ -35,7 +35,7 @@ func TestBucketIndexNamesEveryEntryThatMayBeWithinTheCutoff(t *testing.T) {
 	// Times run from -250 to 600,250: the bucket holds most of them, those
 	// outside have no time in their slot.
 	const start, width = 0, 500_000
-	running := newBucketIndex(start, width)
+	running := newBucketIndex(start, width, 0)
 	for i := range 60_000 {
 		fp := fps[rng.IntN(len(fps))] // about three entries a fingerprint
 		first := int64(i)*10 + rng.Int64N(500) - 250
@@ -47,7 +47,7 @@ func TestBucketIndexNamesEveryEntryThatMayBeWithinTheCutoff(t *testing.T) {
 		all = append(all, entry{n, first})
 		fpOf = append(fpOf, fp)
 	}
-	loaded := newBucketIndex(start, width)
+	loaded := newBucketIndex(start, width, 0)
 	for _, i := range rng.Perm(len(all)) {
 		loaded.put(fpOf[i], all[i].n, all[i].first)
 	}
@@ -93,7 +93,7 @@ func TestBucketIndexNamesEveryEntryThatMayBeWithinTheCutoff(t *testing.T) {
 func TestBucketIndexBoundsAnEntryByItsSlot(t *testing.T) {
 	const start, width = 1_000_000, 3_600_000 // an hour
 	unit := int64(width+qUnknown-1) / qUnknown
-	s := newBucketIndex(start, width)
+	s := newBucketIndex(start, width, 0)
 	first := func(i int) int64 { return start + int64(i/2) + int64(i%2)*width/2 }
 	for i := range 10_000 {
 		if n, numbered := s.add(uint64(i+1)<<32, first(i)); !numbered || n != uint32(i) {
@@ -126,7 +126,7 @@ func TestBucketIndexBoundsAnEntryByItsSlot(t *testing.T) {
 // numbers of 32 bits: a load keeps those apart, and a lookup of their
 // fingerprint always names them (latest first, before the slot's).
 func TestBucketIndexKeepsNumbersPastASlotApart(t *testing.T) {
-	s := newBucketIndex(0, 3_600_000)
+	s := newBucketIndex(0, 3_600_000, 0)
 	const a, b, c = 1 << 32, 2 << 32, 3 << 32
 	s.put(a>>32, numMask-1, 10) // the last number a slot holds
 	if got, expired := s.numbered(a, -1, nil); expired || !slices.Equal(got, []uint32{numMask - 1}) {
@@ -139,7 +139,7 @@ func TestBucketIndexKeepsNumbersPastASlotApart(t *testing.T) {
 		t.Fatal("the entry written by value is not in the filter")
 	}
 
-	loaded := newBucketIndex(0, 3_600_000)
+	loaded := newBucketIndex(0, 3_600_000, 0)
 	for _, e := range []struct {
 		fp    uint64
 		n     uint32
@@ -275,9 +275,10 @@ func TestExpiredBucketsReturnTheirTables(t *testing.T) {
 			s.add(maphash.Comparable(x.seed, i), b*1000)
 		}
 	}
-	// Each bucket: its table, grown by half from 1,024 slots and at last
-	// to the 53,334 slots indexCap values fill 3/4 of (the ones it
-	// replaced moved and unmapped), and a filter of 200K values.
+	// Each bucket: its table of the 53,334 slots indexCap values fill 3/4
+	// of (bucket 0's grown by half from 1,024 slots, the ones it replaced
+	// moved and unmapped; the next ones made at that size for the values
+	// of the buckets before them), and a filter of 200K values.
 	perBucket := int64(53_334)*8 + int64(2+8*(bloomFactor*40_000*10/512))*8
 	for b := range int64(3) {
 		if got := len(x.sets[b].slots); got != 53_334 {
@@ -298,6 +299,48 @@ func TestExpiredBucketsReturnTheirTables(t *testing.T) {
 	x.reset()
 	mappedNow(t, base)
 	runtime.KeepAlive(x)
+}
+
+// A new bucket's table is made for as many values as the larger of the
+// two buckets before it holds, so that a bucket of a steady stream never
+// grows (no moves, no old table beside the new one); a bucket with neither
+// of those (the first, one far behind or ahead) starts at minSlots.
+func TestABucketsTableIsMadeForTheBucketsBeforeIt(t *testing.T) {
+	x := &index{seed: maphash.MakeSeed(), ttl: 1000}
+	x.reset()
+	fill := func(b int64, from, n uint64) *bucketIndex {
+		s := x.open(b)
+		for i := from; i < from+n; i++ {
+			s.add(maphash.Comparable(x.seed, i), b*1000)
+		}
+		return s
+	}
+	if got := len(fill(0, 0, 30_000).slots); got == tableFor(30_000) {
+		t.Fatalf("the first bucket's table has %d slots, as if made for its values", got)
+	}
+	// Bucket 1 holds fewer values than bucket 0; bucket 2's table is made
+	// for bucket 0's 30,000, and 10% more than that fit it.
+	if got, want := len(fill(1, 30_000, 24_000).slots), tableFor(30_000); got != want {
+		t.Fatalf("bucket 1's table has %d slots, want %d (made for bucket 0's values)", got, want)
+	}
+	s := fill(2, 54_000, 33_000)
+	if got, want := len(s.slots), tableFor(30_000); got != want || s.old != nil {
+		t.Fatalf("bucket 2's table has %d slots (growing: %v), want %d made for the 30,000 values of bucket 0, two before it", got, s.old != nil, want)
+	}
+	for i := uint64(54_000); i < 87_000; i++ {
+		if s.find(maphash.Comparable(x.seed, i)>>32) == 0 {
+			t.Fatalf("value %d of bucket 2 is not in its table", i)
+		}
+	}
+	for _, b := range []int64{-5, 9} {
+		if got := len(x.open(b).slots); got != minSlots {
+			t.Errorf("bucket %d, with no bucket just before it, has a table of %d slots, want %d", b, got, minSlots)
+		}
+	}
+	if got := tableFor(2 * indexCap); got != fullTable() {
+		t.Errorf("a table made for twice indexCap values has %d slots, want the largest, %d", got, fullTable())
+	}
+	x.reset()
 }
 
 // mappedNow checks that want bytes of tables are mapped, with no
@@ -355,7 +398,7 @@ func TestATableOfAnySizeFindsEveryValueWhileItGrows(t *testing.T) {
 		t.Run(fmt.Sprintf("indexCap=%d", c.cap), func(t *testing.T) {
 			defer func(n int) { indexCap = n }(indexCap)
 			indexCap = c.cap
-			s := newBucketIndex(0, 3_600_000)
+			s := newBucketIndex(0, 3_600_000, 0)
 			// Fingerprints near 2^32 have homes at the table's end: their
 			// probes wrap around to its start.
 			// Distinct fingerprints, a quarter near 2^32, the rest at random.
