@@ -105,6 +105,7 @@ func (b *bench) groupDrain(s spec) *result {
 		cpuFirst, final        usage
 		busyFirst, brokerFirst time.Duration
 	)
+	gate := scrapeGate{total: s.topic.Records}
 	for {
 		if b.ctx.Err() != nil {
 			r.Err = "interrupted"
@@ -127,8 +128,10 @@ func (b *bench) groupDrain(s spec) *result {
 			final = sampleAll(procs)
 			break
 		}
-		if written.IsZero() {
-			if n, m := scrapeAll(addrs); n >= s.topic.Records {
+		if written.IsZero() && gate.due(now) {
+			n, m := scrapeAll(addrs)
+			gate.saw(now, n)
+			if n >= s.topic.Records {
 				written = time.Now()
 				r.Metrics = m
 			}

@@ -228,6 +228,7 @@ func (b *bench) k2kDrain(s spec) *result {
 		lastChange time.Time
 		lastHWM    int64 = -1
 	)
+	gate := scrapeGate{total: N}
 	for {
 		if b.ctx.Err() != nil {
 			r.Err = "interrupted"
@@ -256,7 +257,7 @@ func (b *bench) k2kDrain(s spec) *result {
 			}
 		}
 		if s.kind == "connector" && written.IsZero() && p.alive() {
-			if m, err := scrape(addr); err == nil && int64(m["connector_records_out_total"]) >= N {
+			if m, out, ok := gate.scrape(addr); ok && out >= N {
 				written = time.Now()
 				r.Metrics = m
 			}

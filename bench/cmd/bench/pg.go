@@ -262,6 +262,7 @@ func (b *bench) pgDrain(s spec) *result {
 		tailIDs                         int64 // rows of the partitions' last records
 		byCount                         bool  // the tail check does not apply: count every row
 	)
+	gate := scrapeGate{total: N}
 	partitions := int64(8)
 	tailIDs = min(partitions, N)
 	if P := s.parallelism; P != 1 && P != 2 && P != 4 {
@@ -289,9 +290,7 @@ func (b *bench) pgDrain(s spec) *result {
 				busyFirst, brokerFirst, dbFirst = cpuBusy(), pidCPU(b.o.brokerPID), pgCPU(b.o.pgPID)
 			}
 		} else if written.IsZero() {
-			m, err := scrape(addr)
-			if err == nil {
-				out := int64(m["connector_records_out_total"])
+			if m, out, ok := gate.scrape(addr); ok {
 				now := time.Now()
 				if first.IsZero() && out > 0 {
 					first = now

@@ -595,6 +595,7 @@ func (b *bench) s3Drain(s spec) *result {
 		busyFirst, brokerFirst, s3 time.Duration
 		termSent                   time.Time
 	)
+	gate := scrapeGate{total: N}
 	mark := func() {
 		first = time.Now()
 		cpuFirst, _ = p.sample()
@@ -611,8 +612,7 @@ func (b *bench) s3Drain(s spec) *result {
 		}
 		alive := p.alive()
 		if s.kind == "connector" && written.IsZero() && alive {
-			if m, err := scrape(addr); err == nil {
-				out := int64(m["connector_records_out_total"])
+			if m, out, ok := gate.scrape(addr); ok {
 				if out > 0 && first.IsZero() {
 					mark()
 				}
