@@ -20,8 +20,9 @@ import (
 // their files go soon after, and the keys kept are all still there, those
 // in a table that straddles the range's bound too.
 func TestExpireFreesTheSpaceOfExpiredKeys(t *testing.T) {
-	// No compaction may run: the space must be freed by Expire alone.
-	testPebbleOptions = func(o *pebble.Options) { o.DisableAutomaticCompactions = true }
+	// No compaction may run: the space must be freed by Expire alone. The
+	// memtable holds each batch of writes below until the test flushes it.
+	testPebbleOptions = func(o *pebble.Options) { o.DisableAutomaticCompactions = true; o.MemTableSize = 8 << 20 }
 	t.Cleanup(func() { testPebbleOptions = nil })
 	s := openCfg(t, Config{Dir: filepath.Join(t.TempDir(), "work"), KeyGroups: keygroup.Range{Start: 0, End: 1}})
 	value := string(make([]byte, 100))
