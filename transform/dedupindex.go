@@ -70,7 +70,7 @@ func (x *index) drop(b int64) {
 // buckets before it holds (expect): buckets of a steady stream hold about
 // as many, and a table grown from minSlots to that size by halves (grow)
 // had moved each value twice on average and mapped three times its final
-// size on the way (bench/RESULTS.md, "2026-12-06, 23:00"). Not the bucket
+// size on the way (bench/RESULTS.md, "2026-12-06, 22:55"). Not the bucket
 // before alone: when b opens, records of partitions behind in time are
 // still filling it (bench/'s buckets: 8% short of their final count), and
 // a table that then grows holds its old table too for a while.
