@@ -17,6 +17,7 @@ import (
 
 	"github.com/connector-dev/connector/checkpoint/store"
 	"github.com/connector-dev/connector/config"
+	"github.com/connector-dev/connector/internal/cfgkey"
 	"github.com/connector-dev/connector/internal/fsutil"
 	"github.com/connector-dev/connector/pipeline"
 	"github.com/connector-dev/connector/source"
@@ -205,6 +206,7 @@ func RefuseSingle(j *config.Job) error {
 	if len(slots) == 0 {
 		return nil
 	}
-	return fmt.Errorf("%w: checkpoint.dir %s holds its slots (%s): run it with instances.mode: group, or give a single-mode job directories of its own (restoring its own older checkpoint, it would write again what the slots wrote since)",
-		ErrRanInGroupMode, j.Checkpoint.Dir, strings.Join(slots, ", "))
+	// The config's fault (cmd/connector exits 2 at instances.mode's line).
+	return cfgkey.Wrap("instances.mode", fmt.Errorf("%w: checkpoint.dir %s holds its slots (%s): run it with instances.mode: group, or give a single-mode job directories of its own (restoring its own older checkpoint, it would write again what the slots wrote since)",
+		ErrRanInGroupMode, j.Checkpoint.Dir, strings.Join(slots, ", ")))
 }

@@ -65,10 +65,12 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // configFault reports whether err, a job's failure, is its config's fault
 // found only by asking the sink's system, the checkpoint storage or the
 // brokers (a table, topic or bucket that does not exist, refused
-// credentials, a certificate not trusted): run and dev exit 2 on it, as
-// validate does on a bad file.
+// credentials, a certificate not trusted), or by the directories it names
+// (a single-mode job on a group's checkpoint.dir): run and dev exit 2 on
+// it, as validate does on a bad file.
 func configFault(err error) bool {
-	return errors.Is(err, sink.ErrInvalidConfig) || errors.Is(err, s3storage.ErrInvalidConfig) || errors.Is(err, kafkaclient.ErrMisconfigured)
+	return errors.Is(err, sink.ErrInvalidConfig) || errors.Is(err, s3storage.ErrInvalidConfig) || errors.Is(err, kafkaclient.ErrMisconfigured) ||
+		errors.Is(err, group.ErrRanInGroupMode)
 }
 
 // configFaultText is a config fault as a config.Error prints: "file:line:

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -65,4 +66,31 @@ func hasLine(text, prefix, what string) bool {
 		}
 	}
 	return false
+}
+
+// TestRunExitsTwoAtInstancesModeOnTheDirectoriesOfAGroup: a single-mode
+// job started on a checkpoint.dir that holds a group's slots is refused
+// before it connects (it would restore its own older checkpoint and write
+// again what the slots wrote since). That is its config's fault: exit 2,
+// printed at instances.mode's line, as validate prints its problems.
+func TestRunExitsTwoAtInstancesModeOnTheDirectoriesOfAGroup(t *testing.T) {
+	root := t.TempDir()
+	ckpt := filepath.Join(root, "checkpoints")
+	if err := os.MkdirAll(filepath.Join(ckpt, "slot-3"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := writeFile(t, "job.yaml", fmt.Sprintf(`name: was-a-group
+kafka: {brokers: ["127.0.0.1:1"]}
+source: {topics: [orders]}
+checkpoint: {dir: %q}
+state: {dir: %q}
+sink: {type: stdout}
+instances:
+  mode: single
+http: {addr: "127.0.0.1:0"}
+`, ckpt, filepath.Join(root, "state")))
+	code, _, errOut := call(t, "run", "--config", cfg)
+	if want := cfg + ":8: "; code != 2 || !hasLine(errOut, want, "holds its slots (slot-3)") {
+		t.Fatalf("exit %d, stderr:\n%s\nwant 2 and a line starting %q naming slot-3", code, errOut, want)
+	}
 }
