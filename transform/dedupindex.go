@@ -66,32 +66,57 @@ func (x *index) drop(b int64) {
 }
 
 // open returns bucket b's index, made empty if the bucket had none. A new
-// bucket's table is sized for as many values as the larger of the two
-// buckets before it holds (expect): buckets of a steady stream hold about
-// as many, and a table grown from minSlots to that size by halves (grow)
-// had moved each value twice on average and mapped three times its final
-// size on the way (bench/RESULTS.md, "2026-12-06, 22:55"). Not the bucket
-// before alone: when b opens, records of partitions behind in time are
-// still filling it (bench/'s buckets: 8% short of their final count), and
-// a table that then grows holds its old table too for a while.
+// bucket's table is sized for as many values as the buckets before it
+// hold (expected): buckets of a steady stream hold about as many, and a
+// table grown from minSlots to that size by halves (grow) had moved each
+// value twice on average and mapped three times its final size on the way
+// (bench/RESULTS.md, "2026-12-06, 22:55").
 func (x *index) open(b int64) *bucketIndex {
 	s := x.sets[b]
 	if s == nil {
-		expect := max(x.values(b-1), x.values(b-2))
-		s = newBucketIndex(b*x.ttl, x.ttl, expect)
+		s = newBucketIndex(b*x.ttl, x.ttl, x.expected(b))
 		x.sets[b] = s
 		x.top = max(x.top, b)
 	}
 	return s
 }
 
-// values is how many values bucket b's table holds, 0 if the index has no
-// bucket b.
-func (x *index) values(b int64) int {
-	if s := x.sets[b]; s != nil {
+// expected is how many values a table made for bucket b is to hold: the
+// larger of what the two buckets before it hold over their widths
+// (fullCount). Not the bucket before alone: when b opens, records of
+// partitions behind in time are still filling it (bench/'s buckets: 8%
+// short of their final count), and a table that then grows holds its old
+// table too for a while. When there is no bucket two before (a job's
+// second bucket), the bucket before counts an eighth more for them.
+func (x *index) expected(b int64) int {
+	n := 0
+	before := x.sets[b-2]
+	if before != nil {
+		n = before.fullCount(x.ttl)
+	}
+	if prev := x.sets[b-1]; prev != nil {
+		p := prev.fullCount(x.ttl)
+		if before == nil {
+			p += p / 8
+		}
+		n = max(n, p)
+	}
+	return n
+}
+
+// fullCount is how many values the bucket would hold had its values come
+// over its whole width at the rate they came from the earliest on, at most
+// twice what it holds. A job's first bucket starts at its first record,
+// part of the way into its width (a third in bench/'s dedup, 292k values
+// a worker where the next held 450k): the table of the bucket after it,
+// made for its count, grew once or twice, to 6.9 MB a worker where 5.4
+// did (bench/RESULTS.md, "2026-12-07, 02:00").
+func (s *bucketIndex) fullCount(width int64) int {
+	covered := s.start + width - s.earliest
+	if s.earliest < s.start || covered <= 0 || covered >= width {
 		return s.n
 	}
-	return 0
+	return int(min(float64(s.n)*float64(width)/float64(covered), 2*float64(s.n)))
 }
 
 // expire forgets the buckets below keep, which the KV no longer holds.
@@ -140,12 +165,15 @@ type bucketIndex struct {
 	// one of the two, in old if at an index of moved or above. A table of
 	// a million values moved all at once held up the bucket's put, and the
 	// records behind it (and the next checkpoint's barrier), 10-40 ms.
-	old    []uint64
-	moved  int
-	n      int    // fingerprints in slots and old
-	next   uint32 // the number of the next entry
-	latest []int64
-	over   map[uint32][]uint32
+	old   []uint64
+	moved int
+	n     int // fingerprints in slots and old
+	// earliest is the earliest first sighting put (math.MaxInt64: none
+	// yet): where in its width the bucket's values start (fullCount).
+	earliest int64
+	next     uint32 // the number of the next entry
+	latest   []int64
+	over     map[uint32][]uint32
 	// big holds, by fingerprint, entries whose numbers do not fit a slot
 	// (numMask and above), latest last; their first sightings are not
 	// bounded. Only a load meets them, in state of an earlier version
@@ -186,7 +214,7 @@ var bucketIDs atomic.Uint64
 // newBucketIndex is an empty index of the bucket of width ms beginning at
 // start (Unix ms), its table sized for expect values (tableFor).
 func newBucketIndex(start, width int64, expect int) *bucketIndex {
-	s := &bucketIndex{id: bucketIDs.Add(1), start: start, unit: (width + qUnknown - 1) / qUnknown}
+	s := &bucketIndex{id: bucketIDs.Add(1), start: start, unit: (width + qUnknown - 1) / qUnknown, earliest: math.MaxInt64}
 	if size := tableFor(expect); size > minSlots {
 		s.slotsMem = offheap.NewResident(size) // expect values will touch every page
 	} else {
@@ -266,6 +294,7 @@ func (s *bucketIndex) reserve() (n0 uint32, ok bool) {
 // Numbers may come in any order (a load); next ends past the largest.
 func (s *bucketIndex) put(fp uint64, n uint32, first int64) {
 	s.next = max(s.next, n+1)
+	s.earliest = min(s.earliest, first)
 	if n >= numMask {
 		if s.big == nil {
 			s.big = make(map[uint32][]uint32)

@@ -302,9 +302,10 @@ func TestExpiredBucketsReturnTheirTables(t *testing.T) {
 }
 
 // A new bucket's table is made for as many values as the larger of the
-// two buckets before it holds, so that a bucket of a steady stream never
-// grows (no moves, no old table beside the new one); a bucket with neither
-// of those (the first, one far behind or ahead) starts at minSlots.
+// two buckets before it holds (the bucket before an eighth more when it is
+// the only one), so that a bucket of a steady stream never grows (no
+// moves, no old table beside the new one); a bucket with neither of those
+// (the first, one far behind or ahead) starts at minSlots.
 func TestABucketsTableIsMadeForTheBucketsBeforeIt(t *testing.T) {
 	x := &index{seed: maphash.MakeSeed(), ttl: 1000}
 	x.reset()
@@ -324,11 +325,13 @@ func TestABucketsTableIsMadeForTheBucketsBeforeIt(t *testing.T) {
 	if got := len(b0.slots); got == tableFor(b0.n) {
 		t.Fatalf("the first bucket's table has %d slots, as if made for its values", got)
 	}
+	// Bucket 1 has no bucket two before it: bucket 0's count and an
+	// eighth (records behind in time still to come to bucket 0).
+	if got, want := len(fill(1, 30_000, 24_000).slots), tableFor(b0.n+b0.n/8); got != want {
+		t.Fatalf("bucket 1's table has %d slots, want %d (made for bucket 0's %d values and an eighth)", got, want, b0.n)
+	}
 	// Bucket 1 holds fewer values than bucket 0; bucket 2's table is made
 	// for bucket 0's 30,000, and 10% more than that fit it.
-	if got, want := len(fill(1, 30_000, 24_000).slots), tableFor(b0.n); got != want {
-		t.Fatalf("bucket 1's table has %d slots, want %d (made for bucket 0's %d values)", got, want, b0.n)
-	}
 	s := fill(2, 54_000, 33_000)
 	if got, want := len(s.slots), tableFor(b0.n); got != want || s.old != nil {
 		t.Fatalf("bucket 2's table has %d slots (growing: %v), want %d made for the %d values of bucket 0, two before it", got, s.old != nil, want, b0.n)
@@ -347,6 +350,41 @@ func TestABucketsTableIsMadeForTheBucketsBeforeIt(t *testing.T) {
 		t.Errorf("a table made for twice indexCap values has %d slots, want the largest, %d", got, fullTable())
 	}
 	x.reset()
+}
+
+// A bucket whose values start part of the way into its width (a job's
+// first bucket starts at its first record) counts, for the table of the
+// bucket after it, as many as it would hold over its whole width, at most
+// twice what it holds: the table made for it then holds as many without
+// growing.
+func TestABucketThatStartsPartWayCountsForItsWholeWidth(t *testing.T) {
+	x := &index{seed: maphash.MakeSeed(), ttl: 1000}
+	x.reset()
+	defer x.reset()
+	fill := func(b int64, from, n uint64, firstFrom, firstTo int64) *bucketIndex {
+		s := x.open(b)
+		for i := range n {
+			s.add(maphash.Comparable(x.seed, from+i), b*1000+firstFrom+int64(i)*(firstTo-firstFrom)/int64(n))
+		}
+		return s
+	}
+	// The last 60% of bucket 0's width: its 20,000 values count 33,333,
+	// and an eighth more as no bucket is two before bucket 1.
+	b0 := fill(0, 0, 20_000, 400, 1000)
+	full := int(float64(b0.n) * 1000 / 600)
+	s := fill(1, 20_000, uint64(full), 0, 1000)
+	if got, want := len(s.slots), tableFor(full+full/8); got != want || s.old != nil {
+		t.Fatalf("bucket 1's table has %d slots (growing: %v), want %d made for the %d values bucket 0 holds over its whole width", got, s.old != nil, want, full)
+	}
+	// Bucket 1 covers its width: it counts what it holds.
+	if got, want := s.fullCount(x.ttl), s.n; got != want {
+		t.Errorf("a bucket whose values span its width counts %d, want the %d it holds", got, want)
+	}
+	// A tenth of its width: at most twice what it holds.
+	b10 := fill(10, 100_000, 1_000, 900, 1000)
+	if got, want := b10.fullCount(x.ttl), 2*b10.n; got != want {
+		t.Errorf("a bucket whose values come in its last tenth counts %d, want twice its %d", got, b10.n)
+	}
 }
 
 // mappedNow checks that want bytes of tables are mapped, with no
