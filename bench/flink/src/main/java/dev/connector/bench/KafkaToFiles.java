@@ -22,6 +22,8 @@ import org.apache.flink.util.Collector;
 import java.nio.charset.StandardCharsets;
 import org.apache.flink.api.common.serialization.Encoder;
 import org.apache.flink.configuration.CheckpointingOptions;
+import org.apache.flink.configuration.ConfigOption;
+import org.apache.flink.configuration.ConfigOptions;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.configuration.ExternalizedCheckpointRetention;
 import org.apache.flink.configuration.StateRecoveryOptions;
@@ -52,6 +54,7 @@ import org.slf4j.LoggerFactory;
  * java -cp 'flink-bench.jar:lib/*' dev.connector.bench.KafkaToFiles \
  *   --brokers 127.0.0.1:39092 --topic bench-100b --out /tmp/out --checkpoints /tmp/chk \
  *   [--parallelism 2] [--interval-ms 1000] [--group g] [--restore] [--dedup-key u --ttl-ms 900000]
+ *   [--rocksdb-dir /tmp/rocksdb]
  * </pre>
  *
  * <p>With --dedup-key, the connector's dedup transform as a Flink user would write it:
@@ -60,7 +63,9 @@ import org.slf4j.LoggerFactory;
  * backend with incremental checkpoints, and the connector's rule on record time: a record
  * is dropped while its timestamp is before first sighting + TTL. The state also has
  * Flink's state TTL (processing time, the only kind Flink has; cleaned up in RocksDB's
- * compaction filter), which expires nothing during a drain of a minute.
+ * compaction filter), which expires nothing during a drain of a minute. --rocksdb-dir puts
+ * RocksDB's working files there (state.backend.rocksdb.localdir; by default they are under
+ * the JVM's temporary directory), for bench/state-growth to measure.
  */
 public final class KafkaToFiles {
     private static final Logger LOG = LoggerFactory.getLogger(KafkaToFiles.class);
@@ -127,6 +132,10 @@ public final class KafkaToFiles {
         }
     }
 
+    /** RocksDB's working directory (RocksDBOptions.LOCAL_DIRECTORIES), by its key. */
+    static final ConfigOption<String> ROCKSDB_LOCAL_DIR =
+            ConfigOptions.key("state.backend.rocksdb.localdir").stringType().noDefaultValue();
+
     public static void main(String[] args) throws Exception {
         Map<String, String> a = parse(args);
         String brokers = need(a, "brokers");
@@ -150,6 +159,9 @@ public final class KafkaToFiles {
         if (dedupKey != null) {
             conf.set(StateBackendOptions.STATE_BACKEND, "rocksdb");
             conf.set(CheckpointingOptions.INCREMENTAL_CHECKPOINTS, true);
+            if (a.containsKey("rocksdb-dir")) {
+                conf.set(ROCKSDB_LOCAL_DIR, new File(a.get("rocksdb-dir")).getAbsolutePath());
+            }
         }
         if (a.containsKey("restore")) {
             Path latest = latestCheckpoint(Path.of(checkpoints));
