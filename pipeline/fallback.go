@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/connector-dev/connector/checkpoint"
@@ -49,7 +50,72 @@ func (a *attempt) checkFallback(ctx context.Context, r *restoredJob, snk sink.Si
 	a.j.metrics.restoreFallbacks.Inc()
 	log.Error().Strs("skipped", reasons).Str("restoring", from).Int("visible_after", len(visible)).
 		Bool("safe", safe).Msg("the newest checkpoints cannot be restored; restoring an older one")
+	if len(visible) > 0 {
+		return a.numberAfterVisible(ctx, r, snk, restored)
+	}
 	return nil
+}
+
+// numberAfterVisible makes the job number its checkpoints after the
+// newest whose output is visible (r.after), when it goes on from restored
+// although output of later checkpoints is visible (fall_back). Numbered
+// after restored, as the checkpoint dir alone would have them (a reset
+// dir starts at 1), they came again, for other records: a sink whose
+// decision record counts committed checkpoints by number (PostgreSQL's
+// progress table, the Kafka sink's markers, the recording sink of the
+// runtime's tests) took them as done and dropped their output, records no
+// earlier checkpoint had written among it; the file sink refused to commit
+// a file under a committed one's name. Numbered after every visible one,
+// the checkpoints after restored are written again, as fall_back says.
+func (a *attempt) numberAfterVisible(ctx context.Context, r *restoredJob, snk sink.Sink, restored checkpoint.ID) error {
+	newest, err := lastVisible(restored, func(id checkpoint.ID) (bool, error) {
+		visible, _, err := a.committedAfter(ctx, snk, id)
+		return len(visible) > 0, err
+	})
+	if err != nil {
+		return fmt.Errorf("find the newest checkpoint whose output is visible: %w", err)
+	}
+	r.after = newest
+	a.j.log.Warn().Uint64("restored", uint64(restored)).Uint64("newest_visible", uint64(newest)).
+		Msg("checkpoints are numbered after the newest whose output is visible (checkpoint.on_unrestorable: fall_back)")
+	return nil
+}
+
+// lastVisible is the newest checkpoint id with visible output, given that
+// some is visible after id from: the least id x >= from with nothing
+// visible after it. visibleAfter must be monotone (true up to that id,
+// false from it on); it is asked about 2 log2(newest) times.
+func lastVisible(from checkpoint.ID, visibleAfter func(checkpoint.ID) (bool, error)) (checkpoint.ID, error) {
+	lo, hi := from, from // visibleAfter(lo); hi: to be found with !visibleAfter(hi)
+	for step := checkpoint.ID(1); ; step *= 2 {
+		if hi = lo + step; hi < lo || step == 0 {
+			hi = math.MaxUint64
+		}
+		more, err := visibleAfter(hi)
+		if err != nil {
+			return 0, err
+		}
+		if !more {
+			break
+		}
+		if hi == math.MaxUint64 {
+			return hi, nil
+		}
+		lo = hi
+	}
+	for hi-lo > 1 { // visibleAfter(lo), !visibleAfter(hi)
+		mid := lo + (hi-lo)/2
+		more, err := visibleAfter(mid)
+		if err != nil {
+			return 0, err
+		}
+		if more {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return hi, nil
 }
 
 // checkAhead refuses to start from r.md when the sink shows output of a
@@ -84,7 +150,7 @@ func (a *attempt) checkAhead(ctx context.Context, r *restoredJob, snk sink.Sink)
 	a.j.metrics.restoreFallbacks.Inc()
 	a.j.log.Error().Str("restoring", from).Strs("visible_after", visible).
 		Msg("the sink shows output of later checkpoints than the one restored; starting anyway (checkpoint.on_unrestorable: fall_back): it is written again")
-	return nil
+	return a.numberAfterVisible(ctx, r, snk, restored)
 }
 
 // sample names a few of many files.

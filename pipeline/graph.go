@@ -54,7 +54,7 @@ func (a *attempt) build(r *restoredJob) (*graph, error) {
 		em.byPartition = rt.byPartition
 		g.emitters = append(g.emitters, em)
 	}
-	coord, err := checkpoint.NewCoordinator(coordinatorSettings(cfg.Checkpoint.Config, j.rand), taskIDs(p), r.md, max(r.store.MaxID(), j.history.maxTriggered()))
+	coord, err := checkpoint.NewCoordinator(coordinatorSettings(cfg.Checkpoint.Config, j.rand), taskIDs(p), r.md, max(r.store.MaxID(), j.history.maxTriggered(), r.after))
 	if err != nil {
 		return nil, fmt.Errorf("%w: coordinator: %w", errPermanent, err)
 	}

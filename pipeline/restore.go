@@ -28,6 +28,7 @@ type restoredJob struct {
 	restored                      // what the checkpoint holds for each part
 	md       *checkpoint.Metadata // the checkpoint; nil: none
 	skipped  []store.Skipped      // newer checkpoints on disk that cannot be restored
+	after    checkpoint.ID        // the job's checkpoints are numbered after it (numberAfterVisible); 0: no floor
 	store    *store.Store
 	specs    []transform.Spec
 	stateful bool
