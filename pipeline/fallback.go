@@ -8,6 +8,7 @@ import (
 
 	"github.com/connector-dev/connector/checkpoint"
 	"github.com/connector-dev/connector/sink"
+	kafkasink "github.com/connector-dev/connector/sink/kafka"
 )
 
 // checkFallback decides, before the sink recovers anything, whether the job
@@ -32,7 +33,9 @@ func (a *attempt) checkFallback(ctx context.Context, r *restoredJob, snk sink.Si
 		restored = r.md.ID
 		from = fmt.Sprintf("checkpoint %d", restored)
 	}
-	visible, audited, err := a.committedAfter(ctx, snk, restored)
+	u := &audit{a: a, snk: snk}
+	defer u.close()
+	visible, audited, err := u.after(ctx, restored)
 	if err != nil {
 		return fmt.Errorf("check the sink's output before restoring %s: %w", from, err)
 	}
@@ -51,7 +54,7 @@ func (a *attempt) checkFallback(ctx context.Context, r *restoredJob, snk sink.Si
 	log.Error().Strs("skipped", reasons).Str("restoring", from).Int("visible_after", len(visible)).
 		Bool("safe", safe).Msg("the newest checkpoints cannot be restored; restoring an older one")
 	if len(visible) > 0 {
-		return a.numberAfterVisible(ctx, r, snk, restored)
+		return a.numberAfterVisible(ctx, r, u, restored)
 	}
 	return nil
 }
@@ -67,9 +70,9 @@ func (a *attempt) checkFallback(ctx context.Context, r *restoredJob, snk sink.Si
 // earlier checkpoint had written among it; the file sink refused to commit
 // a file under a committed one's name. Numbered after every visible one,
 // the checkpoints after restored are written again, as fall_back says.
-func (a *attempt) numberAfterVisible(ctx context.Context, r *restoredJob, snk sink.Sink, restored checkpoint.ID) error {
+func (a *attempt) numberAfterVisible(ctx context.Context, r *restoredJob, u *audit, restored checkpoint.ID) error {
 	newest, err := lastVisible(restored, func(id checkpoint.ID) (bool, error) {
-		visible, _, err := a.committedAfter(ctx, snk, id)
+		visible, _, err := u.after(ctx, id)
 		return len(visible) > 0, err
 	})
 	if err != nil {
@@ -133,7 +136,9 @@ func (a *attempt) checkAhead(ctx context.Context, r *restoredJob, snk sink.Sink)
 	if r.md != nil {
 		restored, from = r.md.ID, fmt.Sprintf("checkpoint %d, the newest in %s", r.md.ID, cfg.Checkpoint.Dir)
 	}
-	visible, _, err := a.committedAfter(ctx, snk, restored)
+	u := &audit{a: a, snk: snk}
+	defer u.close()
+	visible, _, err := u.after(ctx, restored)
 	if err != nil {
 		return fmt.Errorf("check the sink's output before restoring %s: %w", from, err)
 	}
@@ -150,7 +155,7 @@ func (a *attempt) checkAhead(ctx context.Context, r *restoredJob, snk sink.Sink)
 	a.j.metrics.restoreFallbacks.Inc()
 	a.j.log.Error().Str("restoring", from).Strs("visible_after", visible).
 		Msg("the sink shows output of later checkpoints than the one restored; starting anyway (checkpoint.on_unrestorable: fall_back): it is written again")
-	return a.numberAfterVisible(ctx, r, snk, restored)
+	return a.numberAfterVisible(ctx, r, u, restored)
 }
 
 // sample names a few of many files.
@@ -161,29 +166,45 @@ func sample(files []string) string {
 	return fmt.Sprintf("%s and %d more", strings.Join(files[:3], ", "), len(files)-3)
 }
 
-// committedAfter is what checkpoints after id made visible: the sink's
+// audit asks what checkpoints after an id made visible: the job's sink's
 // output (audited: the sink can tell, a sink.Auditor) and, with
 // exactly-once dead letters, the dead-letter topic's, which is output too
 // (asked through a dead-letter sink of its own: a restore from before it
-// would dead-letter the same records again).
-func (a *attempt) committedAfter(ctx context.Context, snk sink.Sink, id checkpoint.ID) (visible []string, audited bool, err error) {
-	if au, ok := snk.(sink.Auditor); ok {
+// would dead-letter the same records again). That sink is opened at the
+// first question and kept for the next ones (a fall-back start asks about
+// 2 log2(n) of them, numberAfterVisible) until close.
+type audit struct {
+	a   *attempt
+	snk sink.Sink
+	dls *kafkasink.Sink
+}
+
+func (u *audit) close() {
+	if u.dls != nil {
+		_ = u.dls.Close()
+	}
+}
+
+// after is what checkpoints after id made visible.
+func (u *audit) after(ctx context.Context, id checkpoint.ID) (visible []string, audited bool, err error) {
+	if au, ok := u.snk.(sink.Auditor); ok {
 		if visible, err = au.CommittedAfter(ctx, id); err != nil {
 			return nil, false, err
 		}
 		audited = true
 	}
-	if !deadLettersExactlyOnce(a.j.cfg) {
+	cfg := u.a.j.cfg
+	if !deadLettersExactlyOnce(cfg) {
 		return visible, audited, nil
 	}
-	dls, err := DeadLetterSink(a.j.cfg, sink.Env{Log: a.j.log.With().Bool("dead_letter", true).Logger()})
-	if err != nil {
-		return nil, false, err
+	if u.dls == nil {
+		if u.dls, err = DeadLetterSink(cfg, sink.Env{Log: u.a.j.log.With().Bool("dead_letter", true).Logger()}); err != nil {
+			return nil, false, err
+		}
 	}
-	defer dls.Close()
-	dead, err := dls.CommittedAfter(ctx, id)
+	dead, err := u.dls.CommittedAfter(ctx, id)
 	if err != nil {
-		return nil, false, fmt.Errorf("dead-letter topic %s: %w", a.j.cfg.Pipeline.OnDecodeError.Topic, err)
+		return nil, false, fmt.Errorf("dead-letter topic %s: %w", cfg.Pipeline.OnDecodeError.Topic, err)
 	}
 	for _, d := range dead {
 		visible = append(visible, "dead-letter topic: "+d)
