@@ -105,18 +105,19 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	gctx, stopGen := context.WithCancel(ctx)
 	defer stopGen()
 	reg := newRegistry()
-	pctx, stopProgress := context.WithCancel(context.Background())
-	defer stopProgress()
+	stopProgress := func() {}
+	defer func() { stopProgress() }()
 
 	// The banner, the sample orders and the progress lines start once the
 	// status server listens: a busy port is then the only line printed.
+	var lastIn, lastOut uint64
 	started := func(addr string) {
 		fmt.Fprintf(stdout, "connector dev: embedded broker at %s (data in %s), topics %v, job %q -> %s sink %s\n",
 			brokers, *dataDir, src.Topics, job.Name, job.Sink.Type, outputName(job))
 		fmt.Fprintf(stdout, "status at http://%s/ (/healthz /readyz /metrics /api/checkpoints)\n", addr)
 		fmt.Fprintf(stdout, "producing sample orders at %d/s; Ctrl-C takes a final checkpoint and stops (a second Ctrl-C: at once)\n", *rate)
 		go generate(gctx, cluster.ListenAddrs(), src.Topics[0], *rate, stderr)
-		go progress(pctx, reg, job, out, stdout)
+		stopProgress = startProgress(time.Second, func() { lastIn, lastOut = printProgress(reg, job, out, stdout, lastIn, lastOut) })
 	}
 	if err := runJob(ctx, job, log, reg, started); err != nil {
 		if configFault(err) {
@@ -276,20 +277,31 @@ func flushOrders(cl *kgo.Client, acked *atomic.Int64, failed *atomic.Value) (int
 	return acked.Load(), nil
 }
 
-// progress prints records/s, the last completed checkpoint and the number
-// of committed files once a second, read from the job's metrics.
-func progress(ctx context.Context, reg prometheus.Gatherer, job *config.Job, out string, w io.Writer) {
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
-	var lastIn, lastOut uint64
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			lastIn, lastOut = printProgress(reg, job, out, w, lastIn, lastOut)
+// startProgress calls print every period (dev: a line of records/s, the
+// last completed checkpoint and what the sink committed, read from the
+// job's metrics) until stop. stop returns once print has returned for the
+// last time, so that a line printed after it (dev's final summary) is the
+// last one.
+func startProgress(every time.Duration, print func()) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if ctx.Err() != nil {
+					return // both were ready: the stop wins
+				}
+				print()
+			}
 		}
-	}
+	}()
+	return func() { cancel(); <-done }
 }
 
 func printProgress(reg prometheus.Gatherer, job *config.Job, out string, w io.Writer, lastIn, lastOut uint64) (uint64, uint64) {
