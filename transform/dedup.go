@@ -119,8 +119,9 @@ func (c *DedupConfig) problems() []error {
 // finds every window that began within a TTL before it. A record more than
 // a TTL older than the newest may miss a window whose bucket is gone, and
 // be kept; the buckets such records write into again are removed once no
-// record came to them for a while (staleEvery), so that a backlog whose
-// partitions drift apart in time does not pile them up. The newest record
+// record came to them for a while (staleEvery records, or from one barrier
+// to the next), so that a backlog whose partitions drift apart in time
+// does not pile them up, even after its last record. The newest record
 // time seen moves at most a TTL past the host's clock (clamp): a record
 // stamped years ahead does not expire the present's buckets. Its own
 // bucket, ahead, goes when more than maxAhead buckets are ahead
@@ -189,6 +190,7 @@ type Dedup struct {
 	ceiling    int64        // clamp's bound: the clock's time plus the lead, when last read
 	expiredTo  int64        // buckets below it were expired, once started
 	records    uint64       // records that had a value, for expireStale
+	flushed    uint64       // records at the last Flush (a barrier), for expireStale
 	legacy     bool         // unbucketed entries of earlier versions are read, until
 	legacyEnd  int64        // maxSeen reaches this
 	index      index        // the buckets of the current generation (dedupwidth.go)
@@ -489,7 +491,7 @@ func (t *Dedup) advance(now int64) error {
 		t.expiredTo, prune = keep, true
 	}
 	if t.records++; t.records%staleEvery == 0 {
-		if err := t.expireStale(); err != nil {
+		if err := t.expireStale(t.records - staleEvery); err != nil {
 			return err
 		}
 	}
@@ -555,16 +557,23 @@ func (t *Dedup) expireBelow(b int64) error {
 // partition lagging in a backlog) wrote into again, and which no record
 // read or wrote since the previous look. The newest's next bucket would
 // expire them; until then (at the end of a backlog: never) they would
-// pile up. A record that comes back to a stale bucket after it went may
-// miss a window, as any record more than a TTL older than the newest may.
+// pile up. Every barrier looks too (Flush), for the buckets no record came
+// to since the barrier before: at the end of a backlog no record comes to
+// make the next look, and those the lagging partitions wrote into last
+// stayed while the input was idle (bench/state-growth's database at its
+// end: 19 such buckets beside the three kept). A record that comes back
+// to a stale bucket after it went may miss a window, as any record more
+// than a TTL older than the newest may.
 var staleEvery uint64 = 1 << 16 // a variable for tests
 
-// expireStale removes the stale buckets (see staleEvery). Not those ahead
-// of the newest (evictAhead bounds them): a producer more than a TTL ahead
-// of the clock writes there, and its records may be few among many on time.
-func (t *Dedup) expireStale() error {
+// expireStale removes the stale buckets: those below the expired ones that
+// no record read or wrote after the record count since (see staleEvery).
+// Not those ahead of the newest (evictAhead bounds them): a producer more
+// than a TTL ahead of the clock writes there, and its records may be few
+// among many on time.
+func (t *Dedup) expireStale(since uint64) error {
 	for b, s := range t.index.sets {
-		if b >= t.expiredTo || s.touched+staleEvery > t.records {
+		if b >= t.expiredTo || s.touched > since {
 			continue
 		}
 		if err := t.dropBucket(b); err != nil {

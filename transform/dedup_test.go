@@ -436,3 +436,51 @@ func TestDedupAtTheEndsOfTime(t *testing.T) {
 		}
 	}
 }
+
+// At the end of a backlog no record comes to look for stale buckets every
+// staleEvery records: the buckets the lagging partitions wrote into last,
+// below the expired ones, go at the barrier after the first that saw no
+// record come to them (Flush). One a record came to since the last barrier
+// stays until the next, and its repeats are still dropped until then.
+func TestDedupStaleBucketsGoAtBarriersAfterTheLastRecord(t *testing.T) {
+	kv := NewMemKV()
+	d := newDedup(t, kv, "d", "id", time.Minute)
+	base := t0.Truncate(time.Minute) // bucket b0's start
+	b0 := d.bucket(base.UnixMilli())
+	held := func(b int64) int { return kv.count(string(d.bucketPrefix(nil, b)), "") }
+	flush := func() {
+		t.Helper()
+		if err := d.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 600 { // ten minutes of the present, an hour on: b0+60 to b0+69
+		mustApply(t, d, recAt(fmt.Sprintf(`{"id":"now-%d"}`, i), base.Add(time.Hour+time.Duration(i)*time.Second)))
+	}
+	// A partition an hour behind writes into expired buckets b0 to b0+2.
+	for i := range 180 {
+		mustApply(t, d, recAt(fmt.Sprintf(`{"id":"late-%d"}`, i), base.Add(time.Duration(i)*time.Second)))
+	}
+	flush()
+	if held(b0) == 0 || held(b0+2) == 0 {
+		t.Fatalf("after the first barrier the lagging buckets hold %d and %d entries: records came to them since the barrier before", held(b0), held(b0+2))
+	}
+	// A record into b0+2 (its lookup reads b0+1 too, not b0).
+	mustApply(t, d, recAt(`{"id":"late-last"}`, base.Add(170*time.Second)))
+	flush()
+	if held(b0) != 0 || held(b0+2) == 0 {
+		t.Errorf("after the second barrier the lagging buckets b0, b0+2 hold %d and %d entries, want none in b0 (no record came to it since the first barrier) and some in b0+2", held(b0), held(b0+2))
+	}
+	if mustApply(t, d, recAt(`{"id":"late-160"}`, base.Add(175*time.Second))) {
+		t.Error("a repeat in the lagging bucket a record came to since the last barrier was kept")
+	}
+	flush() // the repeat's lookup came to b0+2 since the last barrier
+	flush()
+	kept := held(b0+67) + held(b0+68) + held(b0+69)
+	if held(b0+67) == 0 || held(b0+69) == 0 || kv.Len() != kept {
+		t.Errorf("after two barriers with no record the state holds %d entries, want only the %d of the three kept buckets", kv.Len(), kept)
+	}
+	if mustApply(t, d, recAt(`{"id":"now-599"}`, base.Add(time.Hour+599*time.Second))) {
+		t.Error("a repeat in the newest bucket was kept after the stale ones went")
+	}
+}

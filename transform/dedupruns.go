@@ -275,9 +275,14 @@ func (t *Dedup) getNumbered(g *keySpan, c int64, s *bucketIndex, n uint32) (int6
 	return t.get(t.numberKey(g, c, n), true)
 }
 
-// Flush writes every open run's entries not yet in the KV, each in its
-// key group; the KV is left in the last one's (see Flusher).
+// Flush removes the buckets gone stale since the last Flush (expireStale)
+// and writes every open run's entries not yet in the KV, each in its key
+// group; the KV is left in the last one's (see Flusher).
 func (t *Dedup) Flush() error {
+	if err := t.expireStale(t.flushed); err != nil {
+		return fmt.Errorf("%w: dedup flush: %w", ErrState, err)
+	}
+	t.flushed = t.records
 	for b, s := range t.index.sets {
 		if err := t.flushRuns(b, s); err != nil {
 			return fmt.Errorf("%w: dedup flush: %w", ErrState, err)
