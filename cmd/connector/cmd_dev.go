@@ -110,13 +110,13 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 	// The banner, the sample orders and the progress lines start once the
 	// status server listens: a busy port is then the only line printed.
-	var lastIn, lastOut uint64
 	started := func(addr string) {
 		fmt.Fprintf(stdout, "connector dev: embedded broker at %s (data in %s), topics %v, job %q -> %s sink %s\n",
 			brokers, *dataDir, src.Topics, job.Name, job.Sink.Type, outputName(job))
 		fmt.Fprintf(stdout, "status at http://%s/ (/healthz /readyz /metrics /api/checkpoints)\n", addr)
 		fmt.Fprintf(stdout, "producing sample orders at %d/s; Ctrl-C takes a final checkpoint and stops (a second Ctrl-C: at once)\n", *rate)
 		go generate(gctx, cluster.ListenAddrs(), src.Topics[0], *rate, stderr)
+		var lastIn, lastOut uint64 // the progress lines' counts so far, for their rates
 		stopProgress = startProgress(time.Second, func() { lastIn, lastOut = printProgress(reg, job, out, stdout, lastIn, lastOut) })
 	}
 	if err := runJob(ctx, job, log, reg, started); err != nil {
