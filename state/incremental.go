@@ -160,6 +160,7 @@ func (s *Store) Checkpoint(fullDir, changelogPath string) (*Pending, error) {
 		s.dropFailedStream()
 	}
 	s.seq++
+	s.reclaimSpace()
 	p := &Pending{fs: s.fs, log: s.log, release: s.release, path: changelogPath, maxPar: s.maxPar, seq: s.seq, done: make(chan struct{})}
 	if s.delta == nil {
 		h, err := s.Snapshot(fullDir)

@@ -62,6 +62,9 @@ type Store struct {
 	flushes *flushFailures // Pebble's failed flushes, for flushWait (flush.go)
 	pend    *pebble.Batch  // Sets and Deletes not applied yet (pending.go)
 
+	reclaiming *reclaim // a compaction of expired tables' files (reclaim.go)
+	reclaimed  []uint64 // the backing tables the last one was started for
+
 	stream  *stream // the delta's changelog, written as it fills (stream.go)
 	streams int     // streams started: each has a name of its own
 	opened  string  // this Open's part of its streams' names (stream.go)
@@ -288,6 +291,7 @@ func (s *Store) Close() error {
 		}
 	}
 	s.abortStream()
+	s.stopReclaim()
 	var err error
 	if s.pend != nil { // pending writes are lost with the rest of the unsnapshotted ones
 		err = s.pend.Close()
