@@ -86,7 +86,10 @@
 //     record. Expire (an excise of a range from every key group, to free
 //     the space of state no transform reads again) and Scan (a range of keys
 //     of every key group) are not tied to a key group; Expire is not in
-//     the changelogs, so a restore may bring expired keys back.
+//     the changelogs, so a restore may bring expired keys back. The
+//     files an excise leaves mostly dead (a table that straddled the
+//     range) are compacted at a later barrier, on a goroutine of the
+//     Store's (reclaim.go).
 //  3. At barrier n the worker calls Checkpoint(fullDir, changelogPath) and
 //     then, from any goroutine, the returned Pending's Wait, which returns
 //     the Chain for checkpoint.Snapshot.Files. The next Checkpoint waits for

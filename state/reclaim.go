@@ -119,9 +119,9 @@ func (s *Store) reclaimSpace() {
 		s.reclaiming = nil
 		s.reclaimed = r.nums
 		if r.err != nil {
-			s.log.Warn().Err(r.err).Int64("dead_bytes", r.dead).Msg("state: compacting expired tables' files failed; the next barrier tries again")
+			s.log.Warn().Err(r.err).Int64("dead_bytes", r.dead).Msg("compacting expired tables' files failed; the next barrier tries again")
 		} else {
-			s.log.Debug().Int64("dead_bytes", r.dead).Dur("took", r.took).Msg("state: expired tables' files compacted")
+			s.log.Debug().Int64("dead_bytes", r.dead).Dur("took", r.took).Msg("expired tables' files compacted")
 		}
 	}
 	lo, hi, dead, nums, err := s.deadSpan(s.reclaimed)
