@@ -1,6 +1,7 @@
 package state
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
@@ -43,8 +44,8 @@ func TestABarrierCompactsTheFilesExpiryLeftMostlyDead(t *testing.T) {
 	if err := s.Expire([]byte("a/"), []byte("a0")); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, dead, _, err := s.deadSpan(nil); err != nil || dead < 700<<10 {
-		t.Fatalf("dead bytes after the expiry: %d, %v; want the expired keys' 800 KB", dead, err)
+	if d, err := s.deadSpan(); err != nil || d.dead < 700<<10 || d.rewrite > 300<<10 {
+		t.Fatalf("after the expiry: %d dead bytes, %d to rewrite, %v; want the expired keys' 800 KB, the kept ones' 100 (by Pebble's estimate, up to 300)", d.dead, d.rewrite, err)
 	}
 	disk := s.db.Metrics().DiskSpaceUsage()
 
@@ -57,8 +58,8 @@ func TestABarrierCompactsTheFilesExpiryLeftMostlyDead(t *testing.T) {
 	if r.err != nil {
 		t.Fatal(r.err)
 	}
-	if _, _, dead, _, err := s.deadSpan(nil); err != nil || dead != 0 {
-		t.Errorf("dead bytes after the reclaim: %d, %v; want none", dead, err)
+	if d, err := s.deadSpan(); err != nil || d.dead != 0 {
+		t.Errorf("dead bytes after the reclaim: %d, %v; want none", d.dead, err)
 	}
 	// Pebble removes the obsolete file on a goroutine of its own.
 	deadline := time.Now().Add(10 * time.Second)
@@ -84,6 +85,40 @@ func TestABarrierCompactsTheFilesExpiryLeftMostlyDead(t *testing.T) {
 		if restored[k] != v {
 			t.Errorf("restored %q = %d bytes, want its %d", k, len(restored[k]), len(v))
 		}
+	}
+}
+
+// A reclaim whose compaction would rewrite more than it frees waits: here
+// a table of 2 MB spans the mostly dead one's kept keys.
+func TestAReclaimRewritesNoMoreThanItFrees(t *testing.T) {
+	testPebbleOptions = func(o *pebble.Options) { o.DisableAutomaticCompactions = true; o.MemTableSize = 8 << 20 }
+	t.Cleanup(func() { testPebbleOptions = nil })
+	root := t.TempDir()
+	s := openCfg(t, Config{Dir: filepath.Join(root, "work")})
+	value := incompressible()
+	for f := range 2 {
+		for i := f; i < 4000; i += 2 {
+			set(t, s, fmt.Sprintf("a/%06d", i), value())
+			if i%8 < 2 {
+				set(t, s, fmt.Sprintf("b/%06d", i), value())
+			}
+		}
+		flush(t, s)
+	}
+	for i := range 10_000 { // between the kept keys: b/000000x00000
+		set(t, s, fmt.Sprintf("b/%06dx%05d", i*4000/10_000, i), value())
+	}
+	flush(t, s)
+	if err := s.Expire([]byte("a/"), []byte("a0")); err != nil {
+		t.Fatal(err)
+	}
+	d, err := s.deadSpan()
+	if err != nil || d.dead < 700<<10 || d.rewrite < 2<<20 {
+		t.Fatalf("after the expiry: %d dead bytes, %d to rewrite, %v; want 800 KB, more than 2 MB", d.dead, d.rewrite, err)
+	}
+	checkpointT(t, s, root, 1)
+	if s.reclaiming != nil {
+		t.Error("a barrier started a reclaim that rewrites 2 MB to free 800 KB")
 	}
 }
 
@@ -117,28 +152,43 @@ func TestCloseWaitsForAReclaim(t *testing.T) {
 	}
 }
 
-// A table alone in its span is moved down by Pebble's compaction, not
-// rewritten: its reclaim does nothing, and the barriers after it do not
-// start it again and again.
-func TestALoneTableIsReclaimedOnce(t *testing.T) {
+// A table alone in its span, at the last level, is rewritten too: as at
+// rest, where the last reclaim wrote the kept buckets into one table at
+// the last level and the next expiry cut it again. Pebble's compaction
+// would move a lone table down, and never compacts the last level into
+// itself; the key reclaimSpace writes again (overlap) gives it a table to
+// compact with.
+func TestALoneTableAtTheLastLevelIsRewritten(t *testing.T) {
 	testPebbleOptions = func(o *pebble.Options) { o.DisableAutomaticCompactions = true; o.MemTableSize = 8 << 20 }
 	t.Cleanup(func() { testPebbleOptions = nil })
 	root := t.TempDir()
 	s := openCfg(t, Config{Dir: filepath.Join(root, "work")})
 	value := incompressible()
+	want := map[string]string{}
 	for i := range 4000 {
 		set(t, s, fmt.Sprintf("a/%06d", i), value())
 		if i%8 == 0 {
-			set(t, s, fmt.Sprintf("b/%06d", i), value())
+			k, v := fmt.Sprintf("b/%06d", i), value()
+			set(t, s, k, v)
+			want[k] = v
 		}
 	}
 	flush(t, s)
+	if err := s.db.Compact(context.Background(), []byte{0}, []byte{0xff, 0xff}, false); err != nil {
+		t.Fatal(err)
+	}
 	if err := s.Expire([]byte("a/"), []byte("a0")); err != nil {
 		t.Fatal(err)
 	}
-	_, _, dead, nums, err := s.deadSpan(nil)
-	if err != nil || dead < reclaimMin || len(nums) != 1 {
-		t.Fatalf("dead bytes after the expiry: %d in %v, %v; want a table's", dead, nums, err)
+	levels, err := s.db.SSTables()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(levels[6]); n != 1 || !levels[6][0].Virtual {
+		t.Fatalf("the last level holds %d tables (%+v), want the one virtual table the expiry cut", n, levels[6])
+	}
+	if d, err := s.deadSpan(); err != nil || d.dead < 700<<10 {
+		t.Fatalf("dead bytes after the expiry: %d, %v; want the expired keys' 800 KB", d.dead, err)
 	}
 	checkpointT(t, s, root, 1)
 	r := s.reclaiming
@@ -146,11 +196,16 @@ func TestALoneTableIsReclaimedOnce(t *testing.T) {
 		t.Fatal("the barrier after the expiry started no reclaim")
 	}
 	<-r.done
-	for n := 2; n < 5; n++ {
-		checkpointT(t, s, root, n)
-		if s.reclaiming != nil {
-			t.Fatalf("barrier %d started a reclaim of the table moved down by the last one", n)
-		}
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if d, err := s.deadSpan(); err != nil || d.dead != 0 {
+		t.Errorf("dead bytes after the reclaim: %d, %v; want none", d.dead, err)
+	}
+	wantContents(t, s, want)
+	checkpointT(t, s, root, 2)
+	if s.reclaiming != nil {
+		t.Error("a barrier after the reclaim started another")
 	}
 }
 

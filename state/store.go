@@ -63,7 +63,6 @@ type Store struct {
 	pend    *pebble.Batch  // Sets and Deletes not applied yet (pending.go)
 
 	reclaiming *reclaim // a compaction of expired tables' files (reclaim.go)
-	reclaimed  []uint64 // the backing tables the last one was started for
 
 	stream  *stream // the delta's changelog, written as it fills (stream.go)
 	streams int     // streams started: each has a name of its own
