@@ -16,56 +16,26 @@ import (
 // compacts it when its file is mostly dead, and the kept keys stay. No
 // automatic compaction runs, so nothing else can free the file.
 func TestABarrierCompactsTheFilesExpiryLeftMostlyDead(t *testing.T) {
-	testPebbleOptions = func(o *pebble.Options) { o.DisableAutomaticCompactions = true; o.MemTableSize = 8 << 20 }
-	t.Cleanup(func() { testPebbleOptions = nil })
-	root := t.TempDir()
-	s := openCfg(t, Config{Dir: filepath.Join(root, "work")})
-	value := incompressible()
-	// Two tables, as two flushes of a dedup's: each with 2,000 keys to
-	// expire (400 KB) and 250 to keep (50 KB), over the same span (a
-	// table alone in its span would be moved down by Pebble's compaction,
-	// not rewritten: reclaim.go).
-	want := map[string]string{}
-	for f := range 2 {
-		for i := f; i < 4000; i += 2 {
-			set(t, s, fmt.Sprintf("a/%06d", i), value())
-			if i%8 < 2 {
-				k, v := fmt.Sprintf("b/%06d", i), value()
-				set(t, s, k, v)
-				want[k] = v
-			}
-		}
-		flush(t, s)
-	}
+	s, root := openReclaim(t)
+	// Two tables, as two flushes of a dedup's, over the same span.
+	want := writeStraddling(t, s, 2, incompressible())
 	checkpointT(t, s, root, 1) // a barrier before the expiry: nothing to reclaim
 	if s.reclaiming != nil {
 		t.Fatal("a barrier with no virtual table started a reclaim")
 	}
-	if err := s.Expire([]byte("a/"), []byte("a0")); err != nil {
-		t.Fatal(err)
-	}
-	if d, err := s.deadSpan(); err != nil || d.dead < 700<<10 || d.rewrite > 300<<10 {
-		t.Fatalf("after the expiry: %d dead bytes, %d to rewrite, %v; want the expired keys' 800 KB, the kept ones' 100 (by Pebble's estimate, up to 300)", d.dead, d.rewrite, err)
+	expireA(t, s)
+	if d, err := s.deadSpan(); err != nil || d.rewrite > 300<<10 {
+		t.Fatalf("after the expiry: %d bytes to rewrite, %v; want the kept keys' 100 KB (by Pebble's estimate, up to 300)", d.rewrite, err)
 	}
 	disk := s.db.Metrics().DiskSpaceUsage()
 
 	checkpointT(t, s, root, 2)
-	r := s.reclaiming
-	if r == nil {
-		t.Fatal("the barrier after the expiry started no reclaim")
-	}
-	<-r.done
-	if r.err != nil {
-		t.Fatal(r.err)
-	}
-	if d, err := s.deadSpan(); err != nil || d.dead != 0 {
-		t.Errorf("dead bytes after the reclaim: %d, %v; want none", d.dead, err)
-	}
-	// Pebble removes the obsolete file on a goroutine of its own.
+	waitReclaim(t, s)
+	// Pebble removes the obsolete files on a goroutine of its own.
 	deadline := time.Now().Add(10 * time.Second)
 	for s.db.Metrics().DiskSpaceUsage() > disk/3 {
 		if time.Now().After(deadline) {
-			t.Fatalf("disk space %d bytes 10 s after the reclaim, %d before: the expired keys' file is still there", s.db.Metrics().DiskSpaceUsage(), disk)
+			t.Fatalf("disk space %d bytes 10 s after the reclaim, %d before: the expired keys' files are still there", s.db.Metrics().DiskSpaceUsage(), disk)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -89,36 +59,51 @@ func TestABarrierCompactsTheFilesExpiryLeftMostlyDead(t *testing.T) {
 }
 
 // A reclaim whose compaction would rewrite more than it frees waits: here
-// a table of 2 MB spans the mostly dead one's kept keys.
+// a table of 2 MB spans the mostly dead ones' kept keys.
 func TestAReclaimRewritesNoMoreThanItFrees(t *testing.T) {
-	testPebbleOptions = func(o *pebble.Options) { o.DisableAutomaticCompactions = true; o.MemTableSize = 8 << 20 }
-	t.Cleanup(func() { testPebbleOptions = nil })
-	root := t.TempDir()
-	s := openCfg(t, Config{Dir: filepath.Join(root, "work")})
+	s, root := openReclaim(t)
 	value := incompressible()
-	for f := range 2 {
-		for i := f; i < 4000; i += 2 {
-			set(t, s, fmt.Sprintf("a/%06d", i), value())
-			if i%8 < 2 {
-				set(t, s, fmt.Sprintf("b/%06d", i), value())
-			}
-		}
-		flush(t, s)
-	}
+	writeStraddling(t, s, 2, value)
 	for i := range 10_000 { // between the kept keys: b/000000x00000
 		set(t, s, fmt.Sprintf("b/%06dx%05d", i*4000/10_000, i), value())
 	}
 	flush(t, s)
-	if err := s.Expire([]byte("a/"), []byte("a0")); err != nil {
-		t.Fatal(err)
-	}
-	d, err := s.deadSpan()
-	if err != nil || d.dead < 700<<10 || d.rewrite < 2<<20 {
-		t.Fatalf("after the expiry: %d dead bytes, %d to rewrite, %v; want 800 KB, more than 2 MB", d.dead, d.rewrite, err)
+	expireA(t, s)
+	if d, err := s.deadSpan(); err != nil || d.rewrite < 2<<20 {
+		t.Fatalf("after the expiry: %d bytes to rewrite, %v; want more than 2 MB", d.rewrite, err)
 	}
 	checkpointT(t, s, root, 1)
 	if s.reclaiming != nil {
 		t.Error("a barrier started a reclaim that rewrites 2 MB to free 800 KB")
+	}
+}
+
+// A table alone in its span, at the last level, is rewritten too: as at
+// rest, where the last reclaim wrote the kept buckets into one table at
+// the last level and the next expiry cut it again. Pebble's compaction
+// would move a lone table down, and never compacts the last level into
+// itself; the key reclaimSpace writes again (overlap) gives it a table to
+// compact with.
+func TestALoneTableAtTheLastLevelIsRewritten(t *testing.T) {
+	s, root := openReclaim(t)
+	want := writeStraddling(t, s, 1, incompressible())
+	if err := s.db.Compact(context.Background(), []byte{0}, []byte{0xff, 0xff}, false); err != nil {
+		t.Fatal(err)
+	}
+	expireA(t, s)
+	levels, err := s.db.SSTables()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(levels[6]); n != 1 || !levels[6][0].Virtual {
+		t.Fatalf("the last level holds %d tables (%+v), want the one virtual table the expiry cut", n, levels[6])
+	}
+	checkpointT(t, s, root, 1)
+	waitReclaim(t, s)
+	wantContents(t, s, want)
+	checkpointT(t, s, root, 2)
+	if s.reclaiming != nil {
+		t.Error("a barrier after the reclaim started another")
 	}
 }
 
@@ -129,14 +114,8 @@ func TestCloseWaitsForAReclaim(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := range 20_000 {
-		set(t, s, fmt.Sprintf("a/%06d", i), fmt.Sprintf("%0200d", i))
-		set(t, s, fmt.Sprintf("b/%06d", i), fmt.Sprintf("%0200d", i))
-	}
-	flush(t, s)
-	if err := s.Expire([]byte("a/"), []byte("a0")); err != nil {
-		t.Fatal(err)
-	}
+	writeStraddling(t, s, 2, incompressible())
+	expireA(t, s)
 	checkpointT(t, s, root, 1)
 	r := s.reclaiming
 	if r == nil {
@@ -152,45 +131,51 @@ func TestCloseWaitsForAReclaim(t *testing.T) {
 	}
 }
 
-// A table alone in its span, at the last level, is rewritten too: as at
-// rest, where the last reclaim wrote the kept buckets into one table at
-// the last level and the next expiry cut it again. Pebble's compaction
-// would move a lone table down, and never compacts the last level into
-// itself; the key reclaimSpace writes again (overlap) gives it a table to
-// compact with.
-func TestALoneTableAtTheLastLevelIsRewritten(t *testing.T) {
+// openReclaim opens a Store under a new root whose Pebble runs no
+// compaction of its own (only a reclaim's can free a file) and holds the
+// writes until the test flushes them.
+func openReclaim(t *testing.T) (*Store, string) {
 	testPebbleOptions = func(o *pebble.Options) { o.DisableAutomaticCompactions = true; o.MemTableSize = 8 << 20 }
 	t.Cleanup(func() { testPebbleOptions = nil })
 	root := t.TempDir()
-	s := openCfg(t, Config{Dir: filepath.Join(root, "work")})
-	value := incompressible()
-	want := map[string]string{}
-	for i := range 4000 {
-		set(t, s, fmt.Sprintf("a/%06d", i), value())
-		if i%8 == 0 {
-			k, v := fmt.Sprintf("b/%06d", i), value()
-			set(t, s, k, v)
-			want[k] = v
+	return openCfg(t, Config{Dir: filepath.Join(root, "work")}), root
+}
+
+// writeStraddling writes, in n flushed tables over the same span, 4,000
+// keys a/ (800 KB, which expireA expires) and 500 keys b/ (100 KB, kept),
+// and returns the kept ones.
+func writeStraddling(t *testing.T, s *Store, n int, value func() string) map[string]string {
+	kept := map[string]string{}
+	for f := range n {
+		for i := f; i < 4000; i += n {
+			set(t, s, fmt.Sprintf("a/%06d", i), value())
+			if (i/n)%8 == 0 {
+				k, v := fmt.Sprintf("b/%06d", i), value()
+				set(t, s, k, v)
+				kept[k] = v
+			}
 		}
+		flush(t, s)
 	}
-	flush(t, s)
-	if err := s.db.Compact(context.Background(), []byte{0}, []byte{0xff, 0xff}, false); err != nil {
-		t.Fatal(err)
-	}
+	return kept
+}
+
+// expireA expires writeStraddling's a/ keys, and checks that their bytes
+// stay on disk, dead, in the files of the tables the expiry cut.
+func expireA(t *testing.T, s *Store) {
+	t.Helper()
 	if err := s.Expire([]byte("a/"), []byte("a0")); err != nil {
 		t.Fatal(err)
-	}
-	levels, err := s.db.SSTables()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n := len(levels[6]); n != 1 || !levels[6][0].Virtual {
-		t.Fatalf("the last level holds %d tables (%+v), want the one virtual table the expiry cut", n, levels[6])
 	}
 	if d, err := s.deadSpan(); err != nil || d.dead < 700<<10 {
 		t.Fatalf("dead bytes after the expiry: %d, %v; want the expired keys' 800 KB", d.dead, err)
 	}
-	checkpointT(t, s, root, 1)
+}
+
+// waitReclaim waits for the reclaim the last barrier started, and checks
+// that no dead bytes are left.
+func waitReclaim(t *testing.T, s *Store) {
+	t.Helper()
 	r := s.reclaiming
 	if r == nil {
 		t.Fatal("the barrier after the expiry started no reclaim")
@@ -201,11 +186,6 @@ func TestALoneTableAtTheLastLevelIsRewritten(t *testing.T) {
 	}
 	if d, err := s.deadSpan(); err != nil || d.dead != 0 {
 		t.Errorf("dead bytes after the reclaim: %d, %v; want none", d.dead, err)
-	}
-	wantContents(t, s, want)
-	checkpointT(t, s, root, 2)
-	if s.reclaiming != nil {
-		t.Error("a barrier after the reclaim started another")
 	}
 }
 
