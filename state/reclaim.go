@@ -21,7 +21,7 @@ import (
 // flushes). So a job whose input went idle kept, on disk, the files of
 // every bucket its dedup had expired since the last compaction:
 // bench/state-growth's workers each held 2.0 MB of backing tables for
-// 0.45 MB of live virtual ones (bench/RESULTS.md, "2026-12-07, 09:45").
+// 0.45 MB of live virtual ones (bench/RESULTS.md, "2026-12-07, 09:41").
 //
 // At each barrier (Checkpoint) the Store looks at its virtual tables. Of
 // those whose files are more than half dead, when the dead bytes are at
