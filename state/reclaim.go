@@ -77,12 +77,7 @@ func (s *Store) deadSpan() (d deadTables, err error) {
 				backings[uint64(t.BackingSSTNum)] = b
 			}
 			b.live += int64(t.Size)
-			if b.lo == nil || bytes.Compare(t.Smallest.UserKey, b.lo) < 0 {
-				b.lo = t.Smallest.UserKey
-			}
-			if b.hi == nil || bytes.Compare(t.Largest.UserKey, b.hi) > 0 {
-				b.hi = t.Largest.UserKey
-			}
+			b.lo, b.hi = widen(b.lo, b.hi, t.Smallest.UserKey, t.Largest.UserKey)
 		}
 	}
 	for num, b := range backings {
@@ -92,12 +87,7 @@ func (s *Store) deadSpan() (d deadTables, err error) {
 		}
 		if dead := fi.Size() - b.live; dead > b.live {
 			d.dead += dead
-			if d.lo == nil || bytes.Compare(b.lo, d.lo) < 0 {
-				d.lo = b.lo
-			}
-			if d.hi == nil || bytes.Compare(b.hi, d.hi) > 0 {
-				d.hi = b.hi
-			}
+			d.lo, d.hi = widen(d.lo, d.hi, b.lo, b.hi)
 		}
 	}
 	if d.dead == 0 {
@@ -113,7 +103,7 @@ func (s *Store) deadSpan() (d deadTables, err error) {
 		grown = false
 		for _, t := range levels[0] {
 			if overlaps(t) && (bytes.Compare(t.Smallest.UserKey, lo) < 0 || bytes.Compare(t.Largest.UserKey, hi) > 0) {
-				lo, hi = minBytes(lo, t.Smallest.UserKey), maxBytes(hi, t.Largest.UserKey)
+				lo, hi = widen(lo, hi, t.Smallest.UserKey, t.Largest.UserKey)
 				grown = true
 			}
 		}
@@ -128,18 +118,16 @@ func (s *Store) deadSpan() (d deadTables, err error) {
 	return d, nil
 }
 
-func minBytes(a, b []byte) []byte {
-	if bytes.Compare(a, b) <= 0 {
-		return a
+// widen returns the span [lo, hi] grown to take [a, b] in; a nil lo is
+// an empty span.
+func widen(lo, hi, a, b []byte) ([]byte, []byte) {
+	if lo == nil || bytes.Compare(a, lo) < 0 {
+		lo = a
 	}
-	return b
-}
-
-func maxBytes(a, b []byte) []byte {
-	if bytes.Compare(a, b) >= 0 {
-		return a
+	if hi == nil || bytes.Compare(b, hi) > 0 {
+		hi = b
 	}
-	return b
+	return lo, hi
 }
 
 // reclaimSpace starts a compaction of the virtual tables whose files are
@@ -179,9 +167,9 @@ func (s *Store) reclaimSpace() {
 	if err != nil || d.dead < reclaimMin || d.dead < d.rewrite {
 		return
 	}
-	lo, hi := d.lo, d.hi
+	lo, hi := bytes.Clone(d.lo), bytes.Clone(d.hi)
 	if bytes.Compare(lo, hi) >= 0 { // Compact wants start < end; its end is inclusive
-		hi = append(bytes.Clone(hi), 0)
+		hi = append(hi, 0)
 	}
 	if err := s.overlap(lo, hi); err != nil {
 		s.log.Warn().Err(err).Msg("compacting expired tables' files: not started; the next barrier tries again")
@@ -191,7 +179,6 @@ func (s *Store) reclaimSpace() {
 	r := &reclaim{cancel: cancel, done: make(chan struct{}), dead: d.dead}
 	s.reclaiming = r
 	db := s.db
-	lo, hi = bytes.Clone(lo), bytes.Clone(hi)
 	go func() {
 		defer close(r.done)
 		start := time.Now()
