@@ -16,6 +16,7 @@ import (
 	"github.com/connector-dev/connector/group"
 	"github.com/connector-dev/connector/internal/cfgkey"
 	"github.com/connector-dev/connector/internal/crashpoint"
+	"github.com/connector-dev/connector/internal/gctune"
 	"github.com/connector-dev/connector/internal/httpapi"
 	"github.com/connector-dev/connector/internal/kafkaclient"
 	"github.com/connector-dev/connector/internal/metrics"
@@ -124,6 +125,9 @@ func runJob(ctx context.Context, cfg *config.Job, log zerolog.Logger, reg *prome
 	if started != nil {
 		started(srv.Addr())
 	}
+	tune, untune := context.WithCancel(ctx)
+	defer untune()
+	go gctune.Run(tune, log, gctune.Default, time.Second)
 	return run(ctx)
 }
 

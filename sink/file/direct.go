@@ -47,8 +47,12 @@ const directAlign = 4096
 const directChunk = 1 << 20
 
 // maxDirectBuffer is how much a part buffers while its in-flight chunk is
-// being written before the writer waits for it.
-const maxDirectBuffer = 2 * directChunk
+// being written before the writer waits for it. One chunk: the writer fills
+// a chunk in 2 ms at 1 KB records and 12 ms at 100 B, the disk writes one
+// in under 1 ms. Two chunks (buffers of 2.25 MiB) drained the 1 KB topic
+// no faster and held 14 MiB more at the peak (bench/RESULTS.md,
+// "2026-12-07, 12:40").
+const maxDirectBuffer = directChunk
 
 // directBufferCap is the capacity of a direct part's buffers: room for
 // maxDirectBuffer and one more record of ordinary size.

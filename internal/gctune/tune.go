@@ -1,0 +1,118 @@
+package gctune
+
+import (
+	"context"
+	"math"
+	"os"
+	"runtime/debug"
+	"runtime/metrics"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// Policy bounds the GOGC the tuner sets and names the collector's share of
+// the process's busy CPU it aims at.
+type Policy struct {
+	Min, Max int     // GOGC's range
+	Target   float64 // the collector's share of the CPU used, 0-1
+	// Step is the least change worth making: smaller ones are noise in
+	// the share, not a change of the job.
+	Step int
+}
+
+// Default is the policy of `connector run` and `connector dev`.
+var Default = Policy{Min: 40, Max: 100, Target: 0.04, Step: 10}
+
+// Next is the GOGC to set after a sample where the collector took share of
+// the CPU the process used at GOGC cur. The collector's work goes as the
+// number of collections, which goes as 1/GOGC at a given allocation rate:
+// at GOGC g the share would be share*cur/g, which is Target at
+// g = cur*share/Target. A sample with no CPU used (an idle job) keeps cur.
+func (p Policy) Next(cur int, share float64) int {
+	if share < 0 || math.IsNaN(share) || math.IsInf(share, 0) {
+		return cur
+	}
+	want := int(math.Round(float64(cur) * share / p.Target))
+	want = min(max(want, p.Min), p.Max)
+	if d := want - cur; d > -p.Step && d < p.Step && want != p.Min && want != p.Max {
+		return cur
+	}
+	return want
+}
+
+// cpu is what the tuner reads of runtime/metrics: seconds of CPU, summed
+// over the process's Ps, since it started.
+type cpu struct{ gc, busy float64 }
+
+var cpuMetrics = []string{"/cpu/classes/gc/total:cpu-seconds", "/cpu/classes/total:cpu-seconds", "/cpu/classes/idle:cpu-seconds"}
+
+func readCPU(s []metrics.Sample) cpu {
+	metrics.Read(s)
+	f := func(i int) float64 {
+		if s[i].Value.Kind() != metrics.KindFloat64 {
+			return 0
+		}
+		return s[i].Value.Float64()
+	}
+	return cpu{gc: f(0), busy: f(1) - f(2)}
+}
+
+// share is the collector's part of the CPU used between a and b; -1 when
+// none was used.
+func share(a, b cpu) float64 {
+	busy := b.busy - a.busy
+	if busy <= 0 {
+		return -1
+	}
+	return (b.gc - a.gc) / busy
+}
+
+// Run tunes GOGC every interval by p until ctx ends, then sets it back to
+// what it was. It returns at once when GOGC is set in the environment.
+func Run(ctx context.Context, log zerolog.Logger, p Policy, interval time.Duration) {
+	if v, ok := os.LookupEnv("GOGC"); ok {
+		log.Info().Str("GOGC", v).Msg("GOGC set in the environment: the collector is not tuned")
+		return
+	}
+	s := make([]metrics.Sample, len(cpuMetrics))
+	for i, name := range cpuMetrics {
+		s[i].Name = name
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	tn := tuner{p: p, log: log, read: func() cpu { return readCPU(s) }, set: debug.SetGCPercent}
+	tn.run(ctx, t.C)
+}
+
+// tuner is Run's loop, its readings and its setting of GOGC given (tests
+// give their own).
+type tuner struct {
+	p    Policy
+	log  zerolog.Logger
+	read func() cpu    // the CPU used so far
+	set  func(int) int // sets GOGC, returns the one before
+}
+
+// run sets GOGC to p.Max, then at each tick to p.Next of the share of the
+// CPU used since the last; when ctx ends, back to what it was.
+func (t tuner) run(ctx context.Context, tick <-chan time.Time) {
+	was := t.set(t.p.Max)
+	defer t.set(was)
+	cur, last := t.p.Max, t.read()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick:
+		}
+		now := t.read()
+		sh := share(last, now)
+		last = now
+		if next := t.p.Next(cur, sh); next != cur {
+			t.set(next)
+			t.log.Debug().Int("from", cur).Int("to", next).Float64("gc_cpu_share", sh).Msg("GOGC tuned")
+			cur = next
+		}
+	}
+}
