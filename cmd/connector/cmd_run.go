@@ -125,9 +125,11 @@ func runJob(ctx context.Context, cfg *config.Job, log zerolog.Logger, reg *prome
 	if started != nil {
 		started(srv.Addr())
 	}
+	// GOGC tuned while the job runs, restored before runJob returns.
 	tune, untune := context.WithCancel(ctx)
-	defer untune()
-	go gctune.Run(tune, log, gctune.Default, time.Second)
+	tuned := make(chan struct{})
+	go func() { gctune.Run(tune, log, gctune.Default, time.Second); close(tuned) }()
+	defer func() { untune(); <-tuned }()
 	return run(ctx)
 }
 

@@ -6,24 +6,25 @@
 // collects again, so the heap's peak is about (1+GOGC/100) times the live
 // heap, and a collection comes every time the job has allocated that room.
 // A lower GOGC is less memory for more collections. What that costs
-// depends on the job: the dedup over 1M keys of bench/ allocates a tenth
-// of what it handles (its records' fetch responses, which franz-go
-// allocates one by one), spends about 2% of the CPU it uses in the
-// collector, and lost nothing measurable at GOGC=50 while its peak RSS
-// fell by 15 MiB;
-// the stateless 1 KB drain allocates 1 GB/s, spends 4-6% of its CPU in
-// the collector, and spent 13% more CPU per record at GOGC=50
-// (bench/RESULTS.md, "2026-12-07, 09:41" and "12:40").
+// depends on the job. The dedup over 1M keys of bench/ allocates about
+// 0.2 GB per CPU-second (mostly its records' fetch responses, which
+// franz-go allocates one by one), spends 2% of its CPU in the collector at
+// GOGC=100, and ran as fast at 40 while its peak RSS fell from 134-137 to
+// 110-112 MiB. The stateless 1 KB drain allocates about 1 GB per
+// CPU-second, spends 5-6.5% of its CPU in the collector at 100, and spent
+// 13% more CPU per record at GOGC=50 (bench/RESULTS.md, "2026-12-07,
+// 09:41" and "12:40").
 //
 // The tuner reads the collector's share of the CPU the process used
 // (runtime/metrics: /cpu/classes/gc/total over the busy classes) every
-// interval and sets GOGC where that share would be Target (Policy.Next):
-// the share goes about as 1/GOGC (less steeply: the dedup's was 2% at 100
-// and 2.8% at 50), so a step or two land there unless the job changes. Within [Min, Max]: never above Go's default, never so low that
-// collections crowd the checkpoints (GOGC=33 took the dedup's checkpoint
-// p99 to 86 ms once in three runs; at 40 it stayed at 24-31 ms). The
-// default's Target, 4%, leaves the 1 KB drain at 100 and takes the dedup
-// to 40 (2% of its CPU at 100, about 3% at 50).
+// interval, as of the last collection's end, and sets GOGC where that
+// share would be Target (Policy.Next). The share goes about as 1/GOGC,
+// less steeply (the dedup's: 2% at 100, 2.9% at 52, 3.6-4.4% at 40), so
+// two or three steps land there unless the job changes. Within [Min, Max]:
+// never above Go's default, never so low that collections crowd the
+// checkpoints (GOGC=33 took the dedup's checkpoint p99 to 86 ms once in
+// three runs; at 40 it stayed at 17-31 ms). The default's Target, 4%,
+// leaves the 1 KB drain at 100 and takes the dedup to 40.
 //
 // A GOGC set in the environment (any value, "off" too) is the user's
 // choice: the tuner leaves it alone and says so in the log.

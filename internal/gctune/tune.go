@@ -2,10 +2,12 @@ package gctune
 
 import (
 	"context"
+	"errors"
 	"math"
 	"os"
 	"runtime/debug"
 	"runtime/metrics"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -25,10 +27,10 @@ type Policy struct {
 var Default = Policy{Min: 40, Max: 100, Target: 0.04, Step: 10}
 
 // Next is the GOGC to set after a sample where the collector took share of
-// the CPU the process used at GOGC cur. The collector's work goes as the
-// number of collections, which goes as 1/GOGC at a given allocation rate:
-// at GOGC g the share would be share*cur/g, which is Target at
-// g = cur*share/Target. A sample with no CPU used (an idle job) keeps cur.
+// the CPU the process used at GOGC cur. The collector's work goes about as
+// the number of collections, which goes as 1/GOGC at a given allocation
+// rate: at GOGC g the share would be share*cur/g, which is Target at
+// g = cur*share/Target. A sample with no CPU used (share < 0) keeps cur.
 func (p Policy) Next(cur int, share float64) int {
 	if share < 0 || math.IsNaN(share) || math.IsInf(share, 0) {
 		return cur
@@ -42,24 +44,39 @@ func (p Policy) Next(cur int, share float64) int {
 }
 
 // cpu is what the tuner reads of runtime/metrics: seconds of CPU, summed
-// over the process's Ps, since it started.
+// over the process's Ps, since it started, as of the end of the last
+// collection (the runtime updates its CPU classes then, not in between).
+// The collector's marking on Ps that were idle otherwise counts as the
+// collector's: a job that leaves cores idle shows a larger share, and the
+// tuner leaves it more room, nearer Go's default. Left out, the share of
+// the 1 KB drain, which spends 13% more CPU per record at GOGC=50, fell
+// from 4-6% to 2.7-5.3% and the tuner took it as low as 69.
 type cpu struct{ gc, busy float64 }
 
-var cpuMetrics = []string{"/cpu/classes/gc/total:cpu-seconds", "/cpu/classes/total:cpu-seconds", "/cpu/classes/idle:cpu-seconds"}
+var cpuMetrics = []string{
+	"/cpu/classes/gc/total:cpu-seconds",
+	"/cpu/classes/total:cpu-seconds",
+	"/cpu/classes/idle:cpu-seconds",
+}
 
-func readCPU(s []metrics.Sample) cpu {
+// errNoMetric: this Go's runtime/metrics lacks one of cpuMetrics.
+var errNoMetric = errors.New("a runtime metric of the collector's CPU is missing")
+
+func readCPU(s []metrics.Sample) (cpu, error) {
 	metrics.Read(s)
-	f := func(i int) float64 {
+	var v [3]float64
+	for i := range s {
 		if s[i].Value.Kind() != metrics.KindFloat64 {
-			return 0
+			return cpu{}, errNoMetric
 		}
-		return s[i].Value.Float64()
+		v[i] = s[i].Value.Float64()
 	}
-	return cpu{gc: f(0), busy: f(1) - f(2)}
+	gc, total, idle := v[0], v[1], v[2]
+	return cpu{gc: gc, busy: total - idle}, nil
 }
 
 // share is the collector's part of the CPU used between a and b; -1 when
-// none was used.
+// none was used (no collection ended in between).
 func share(a, b cpu) float64 {
 	busy := b.busy - a.busy
 	if busy <= 0 {
@@ -68,20 +85,34 @@ func share(a, b cpu) float64 {
 	return (b.gc - a.gc) / busy
 }
 
+// running is set while a Run tunes: one at a time in a process, as GOGC
+// is the process's.
+var running atomic.Bool
+
 // Run tunes GOGC every interval by p until ctx ends, then sets it back to
-// what it was. It returns at once when GOGC is set in the environment.
+// what it was. It returns at once when GOGC is set in the environment, or
+// when another Run is tuning.
 func Run(ctx context.Context, log zerolog.Logger, p Policy, interval time.Duration) {
-	if v, ok := os.LookupEnv("GOGC"); ok {
+	if v := os.Getenv("GOGC"); v != "" {
 		log.Info().Str("GOGC", v).Msg("GOGC set in the environment: the collector is not tuned")
 		return
 	}
+	if !running.CompareAndSwap(false, true) {
+		return
+	}
+	defer running.Store(false)
 	s := make([]metrics.Sample, len(cpuMetrics))
 	for i, name := range cpuMetrics {
 		s[i].Name = name
 	}
+	if _, err := readCPU(s); err != nil {
+		log.Warn().Err(err).Msg("the collector is not tuned")
+		return
+	}
+	log.Info().Int("min", p.Min).Int("max", p.Max).Float64("target_gc_cpu_share", p.Target).Msg("GOGC tuned while the job runs (GOGC in the environment turns it off)")
 	t := time.NewTicker(interval)
 	defer t.Stop()
-	tn := tuner{p: p, log: log, read: func() cpu { return readCPU(s) }, set: debug.SetGCPercent}
+	tn := tuner{p: p, log: log, read: func() cpu { c, _ := readCPU(s); return c }, set: debug.SetGCPercent}
 	tn.run(ctx, t.C)
 }
 
@@ -95,7 +126,8 @@ type tuner struct {
 }
 
 // run sets GOGC to p.Max, then at each tick to p.Next of the share of the
-// CPU used since the last; when ctx ends, back to what it was.
+// CPU used since the last reading that saw some; when ctx ends, back to
+// what it was.
 func (t tuner) run(ctx context.Context, tick <-chan time.Time) {
 	was := t.set(t.p.Max)
 	defer t.set(was)
@@ -108,6 +140,9 @@ func (t tuner) run(ctx context.Context, tick <-chan time.Time) {
 		}
 		now := t.read()
 		sh := share(last, now)
+		if sh < 0 {
+			continue // no collection ended since last: wait for one
+		}
 		last = now
 		if next := t.p.Next(cur, sh); next != cur {
 			t.set(next)

@@ -3,7 +3,10 @@ package gctune
 import (
 	"bytes"
 	"context"
+	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -29,6 +32,7 @@ func TestNextAimsAtTheTargetShareWithinTheRange(t *testing.T) {
 		{55, 0.035, 50},   // 48 is below Min: Min, however small the step
 		{95, 0.042, 100},  // 99.75: Max, however small the step
 		{90, 0.042, 90},   // 94.5: under Step, and not Max
+		{80, 0.035, 70},   // a change of Step exactly is made
 	} {
 		if got := p.Next(tc.cur, tc.share); got != tc.want {
 			t.Errorf("Next(%d, %.3f) = %d, want %d", tc.cur, tc.share, got, tc.want)
@@ -55,7 +59,16 @@ func TestShareIsTheCollectorsPartOfTheCPUUsed(t *testing.T) {
 // given readings: one GOGC set per tick that calls for a change, none for
 // one that does not, the setting before restored at the end.
 func TestRunSetsWhatTheSharesCallForAndRestoresGOGC(t *testing.T) {
-	readings := []cpu{{0, 0}, {0.02, 1}, {0.05, 2}, {0.05, 2}, {0.13, 3}}
+	readings := []cpu{
+		{0, 0},
+		{0.02, 1},   // 2% -> 50
+		{0.05, 2},   // 3% at 50 -> 38: Min already, nothing set
+		{0.07, 2},   // a pause counted before the total: no CPU used, skipped
+		{0.15, 3},   // 10% since {0.05, 2} -> 100 (8% since {0.07, 2}: 100 too)
+		{0.15, 3.5}, // 0% -> 50
+		{0.19, 3.5}, // skipped, and not lost:
+		{0.23, 4.5}, // 8% since {0.15, 3.5} -> 100 (4% since {0.19, 3.5}: 50)
+	}
 	var sets []int
 	gogc := 80 // the setting before
 	var logs bytes.Buffer
@@ -79,20 +92,72 @@ func TestRunSetsWhatTheSharesCallForAndRestoresGOGC(t *testing.T) {
 	}
 	cancel()
 	<-done
-	// 100 at the start; 2% -> 50; 3% at 50 -> 38: Min already; no CPU
-	// used: unchanged; 8% at 50 -> 100; 80 back at the end.
-	want := []int{100, 50, 100, 80}
-	if len(sets) != len(want) {
+	want := []int{100, 50, 100, 50, 100, 80}
+	if !slices.Equal(sets, want) {
 		t.Fatalf("GOGC set to %v, want %v", sets, want)
 	}
-	for k := range want {
-		if sets[k] != want[k] {
-			t.Fatalf("GOGC set to %v, want %v", sets, want)
+	if n := strings.Count(logs.String(), `"message":"GOGC tuned"`); n != 4 {
+		t.Errorf("%d changes logged, want 4:\n%s", n, logs.String())
+	}
+}
+
+// TestReadCPUReadsTheRuntimesCollector: the metrics exist, and a forced
+// collection shows as the collector's CPU within the CPU used.
+func TestReadCPUReadsTheRuntimesCollector(t *testing.T) {
+	s := make([]metrics.Sample, len(cpuMetrics))
+	for i, name := range cpuMetrics {
+		s[i].Name = name
+	}
+	runtime.GC()
+	a, err := readCPU(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		runtime.GC()
+	}
+	b, err := readCPU(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.gc <= a.gc || b.busy <= a.busy || b.gc-a.gc > b.busy-a.busy {
+		t.Errorf("readings around three collections: %+v then %+v; want the collector's CPU and the CPU used to grow, the first within the second", a, b)
+	}
+}
+
+// TestRunTunesOneAtATimeAndRestores runs the real loop: GOGC goes to Max
+// at its start and back at its end, and a second Run meanwhile leaves it.
+func TestRunTunesOneAtATimeAndRestores(t *testing.T) {
+	t.Setenv("GOGC", "") // empty is Go's default: tuned
+	before := debug.SetGCPercent(123)
+	defer debug.SetGCPercent(before)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { Run(ctx, zerolog.Nop(), Default, time.Hour); close(done) }()
+	for deadline := time.Now().Add(10 * time.Second); gogc() != Default.Max; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("GOGC is %d with Run started, want %d", gogc(), Default.Max)
 		}
 	}
-	if n := strings.Count(logs.String(), `"message":"GOGC tuned"`); n != 2 {
-		t.Errorf("%d changes logged, want 2:\n%s", n, logs.String())
+	second := make(chan struct{})
+	go func() { Run(context.Background(), zerolog.Nop(), Default, time.Millisecond); close(second) }()
+	select {
+	case <-second:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a second Run did not return while the first tunes")
 	}
+	cancel()
+	<-done
+	if got := gogc(); got != 123 {
+		t.Errorf("GOGC is %d after Run, want 123 (restored)", got)
+	}
+}
+
+// gogc reads the GOGC in effect.
+func gogc() int {
+	s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+	metrics.Read(s)
+	return int(s[0].Value.Uint64())
 }
 
 func TestRunLeavesAGOGCFromTheEnvironment(t *testing.T) {

@@ -1,9 +1,10 @@
 // Package offheap allocates large tables of pointer-free words outside the
 // Go heap, for the in-memory indexes that live as long as a job's state.
 //
-// Go's collector lets the heap grow to twice what is live (GOGC=100)
-// before it collects, so each byte of a table on the heap costs about two
-// of the process's memory; off the heap it costs one. A dedup over 1M keys
+// Go's collector lets the heap grow by GOGC% of what is live before it
+// collects (internal/gctune keeps GOGC between 40 and 100), so each byte
+// of a table on the heap costs up to two of the process's memory; off the
+// heap it costs one. A dedup over 1M keys
 // held 36-48 MB of index tables (bench/RESULTS.md, "Index tables off the
 // Go heap"). The tables are not counted in Go's heap metrics: the
 // process's resident memory is.

@@ -46,17 +46,14 @@ const directAlign = 4096
 // at 1.0 GB/s (bench/cmd/writecost --write).
 const directChunk = 1 << 20
 
-// maxDirectBuffer is how much a part buffers while its in-flight chunk is
-// being written before the writer waits for it. One chunk: the writer fills
-// a chunk in 2 ms at 1 KB records and 12 ms at 100 B, the disk writes one
-// in under 1 ms. Two chunks (buffers of 2.25 MiB) drained the 1 KB topic
-// no faster and held 14 MiB more at the peak (bench/RESULTS.md,
-// "2026-12-07, 12:40").
-const maxDirectBuffer = directChunk
-
-// directBufferCap is the capacity of a direct part's buffers: room for
-// maxDirectBuffer and one more record of ordinary size.
-const directBufferCap = maxDirectBuffer + fileBufferSize
+// directBufferCap is the capacity of a direct part's buffers: room for a
+// chunk and one more record of ordinary size. A part buffers one chunk
+// while the one before is being written, then waits for that one: the
+// writer fills a chunk in 2 ms at 1 KB records and 12 ms at 100 B, the
+// disk writes one in under 1 ms. Buffering two chunks (buffers of 2.25
+// MiB) drained the 1 KB topic no faster and held 14 MiB more at the peak
+// (bench/RESULTS.md, "2026-12-07, 12:40").
+const directBufferCap = directChunk + fileBufferSize
 
 // chunk is a direct write in flight: buf's bytes at the file offset where
 // the part's buffer started when it was sent.
@@ -74,17 +71,8 @@ func (p *part) writeDirect(all bool) error {
 	if !all && len(p.buf) < directChunk {
 		return nil
 	}
-	if p.inflight != nil {
-		select {
-		case <-p.inflight.done:
-		default:
-			if !all && len(p.buf) < maxDirectBuffer {
-				return nil // still writing the last chunk: buffer on
-			}
-		}
-		if err := p.join(); err != nil {
-			return err
-		}
+	if err := p.join(); err != nil { // the chunk before, if any
+		return err
 	}
 	if n := len(p.buf) &^ (directAlign - 1); n > 0 && p.direct {
 		p.send(n)
