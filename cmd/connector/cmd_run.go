@@ -126,10 +126,8 @@ func runJob(ctx context.Context, cfg *config.Job, log zerolog.Logger, reg *prome
 		started(srv.Addr())
 	}
 	// GOGC tuned while the job runs, restored before runJob returns.
-	tune, untune := context.WithCancel(ctx)
-	tuned := make(chan struct{})
-	go func() { gctune.Run(tune, log, gctune.Default, time.Second); close(tuned) }()
-	defer func() { untune(); <-tuned }()
+	stopTuning := gctune.Start(log, gctune.Default, time.Second)
+	defer stopTuning()
 	return run(ctx)
 }
 

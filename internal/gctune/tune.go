@@ -85,38 +85,51 @@ func share(a, b cpu) float64 {
 	return (b.gc - a.gc) / busy
 }
 
-// running is set while a Run tunes: one at a time in a process, as GOGC
+// running is set while a tuner runs: one at a time in a process, as GOGC
 // is the process's.
 var running atomic.Bool
 
-// Run tunes GOGC every interval by p until ctx ends, then sets it back to
-// what it was. It returns at once when GOGC is set in the environment, or
-// when another Run is tuning.
-func Run(ctx context.Context, log zerolog.Logger, p Policy, interval time.Duration) {
+// Start starts tuning GOGC every interval by p and returns the function
+// that stops it, sets GOGC back to what it was, and returns once both are
+// done. It does not tune, and its stop does nothing, when GOGC is set in
+// the environment or another tuner runs. Whatever it logs at its start it
+// logs before it returns (a test's log writer need not be safe for
+// concurrent use until the first change, an interval later).
+func Start(log zerolog.Logger, p Policy, interval time.Duration) (stop func()) {
 	if v := os.Getenv("GOGC"); v != "" {
 		log.Info().Str("GOGC", v).Msg("GOGC set in the environment: the collector is not tuned")
-		return
+		return func() {}
 	}
 	if !running.CompareAndSwap(false, true) {
-		return
+		return func() {}
 	}
-	defer running.Store(false)
 	s := make([]metrics.Sample, len(cpuMetrics))
 	for i, name := range cpuMetrics {
 		s[i].Name = name
 	}
 	if _, err := readCPU(s); err != nil {
 		log.Warn().Err(err).Msg("the collector is not tuned")
-		return
+		running.Store(false)
+		return func() {}
 	}
 	log.Info().Int("min", p.Min).Int("max", p.Max).Float64("target_gc_cpu_share", p.Target).Msg("GOGC tuned while the job runs (GOGC in the environment turns it off)")
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	tn := tuner{p: p, log: log, read: func() cpu { c, _ := readCPU(s); return c }, set: debug.SetGCPercent}
-	tn.run(ctx, t.C)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		tn := tuner{p: p, log: log, read: func() cpu { c, _ := readCPU(s); return c }, set: debug.SetGCPercent}
+		tn.run(ctx, t.C)
+	}()
+	return func() {
+		cancel()
+		<-done
+		running.Store(false)
+	}
 }
 
-// tuner is Run's loop, its readings and its setting of GOGC given (tests
+// tuner is Start's loop, its readings and its setting of GOGC given (tests
 // give their own).
 type tuner struct {
 	p    Policy

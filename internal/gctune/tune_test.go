@@ -125,31 +125,34 @@ func TestReadCPUReadsTheRuntimesCollector(t *testing.T) {
 	}
 }
 
-// TestRunTunesOneAtATimeAndRestores runs the real loop: GOGC goes to Max
-// at its start and back at its end, and a second Run meanwhile leaves it.
-func TestRunTunesOneAtATimeAndRestores(t *testing.T) {
+// TestStartTunesOneAtATimeAndRestores runs the real loop: GOGC goes to
+// Max at its start and back at its stop, and a second Start meanwhile
+// leaves it.
+func TestStartTunesOneAtATimeAndRestores(t *testing.T) {
 	t.Setenv("GOGC", "") // empty is Go's default: tuned
 	before := debug.SetGCPercent(123)
 	defer debug.SetGCPercent(before)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { Run(ctx, zerolog.Nop(), Default, time.Hour); close(done) }()
+	var logs bytes.Buffer
+	stop := Start(zerolog.New(&logs), Default, time.Hour)
+	if !strings.Contains(logs.String(), "GOGC tuned while the job runs") {
+		t.Errorf("Start logged %q, want its start said before it returns", logs.String())
+	}
 	for deadline := time.Now().Add(10 * time.Second); gogc() != Default.Max; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("GOGC is %d with Run started, want %d", gogc(), Default.Max)
+			t.Fatalf("GOGC is %d with a tuner started, want %d", gogc(), Default.Max)
 		}
 	}
-	second := make(chan struct{})
-	go func() { Run(context.Background(), zerolog.Nop(), Default, time.Millisecond); close(second) }()
-	select {
-	case <-second:
-	case <-time.After(10 * time.Second):
-		t.Fatal("a second Run did not return while the first tunes")
+	var second bytes.Buffer
+	Start(zerolog.New(&second), Policy{Min: 10, Max: 20, Target: 0.04, Step: 1}, time.Millisecond)()
+	if second.Len() != 0 {
+		t.Errorf("a second Start while the first tunes logged %q: it tuned too", second.String())
 	}
-	cancel()
-	<-done
+	if got := gogc(); got != Default.Max {
+		t.Errorf("GOGC is %d after a second Start and stop, want %d (the first's)", got, Default.Max)
+	}
+	stop()
 	if got := gogc(); got != 123 {
-		t.Errorf("GOGC is %d after Run, want 123 (restored)", got)
+		t.Errorf("GOGC is %d after the stop, want 123 (restored)", got)
 	}
 }
 
@@ -160,20 +163,14 @@ func gogc() int {
 	return int(s[0].Value.Uint64())
 }
 
-func TestRunLeavesAGOGCFromTheEnvironment(t *testing.T) {
+func TestStartLeavesAGOGCFromTheEnvironment(t *testing.T) {
 	t.Setenv("GOGC", "200")
 	before := debug.SetGCPercent(123)
 	defer debug.SetGCPercent(before)
 	var logs bytes.Buffer
-	done := make(chan struct{})
-	go func() { Run(context.Background(), zerolog.New(&logs), Default, time.Millisecond); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("Run with GOGC in the environment did not return")
-	}
+	Start(zerolog.New(&logs), Default, time.Millisecond)()
 	if got := debug.SetGCPercent(before); got != 123 {
-		t.Errorf("GOGC is %d after Run, want 123 (untouched)", got)
+		t.Errorf("GOGC is %d after Start and stop, want 123 (untouched)", got)
 	}
 	if !strings.Contains(logs.String(), "the collector is not tuned") || !strings.Contains(logs.String(), `"GOGC":"200"`) {
 		t.Errorf("log %q does not say GOGC is the user's", logs.String())
