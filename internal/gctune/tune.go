@@ -91,7 +91,7 @@ var running atomic.Bool
 
 // Start starts tuning GOGC every interval by p and returns the function
 // that stops it, sets GOGC back to what it was, and returns once both are
-// done. It does not tune, and its stop does nothing, when GOGC is set in
+// done. GOGC is p.Max when it returns. It does not tune, and its stop does nothing, when GOGC is set in
 // the environment or another tuner runs. Whatever it logs at its start it
 // logs before it returns (a test's log writer need not be safe for
 // concurrent use until the first change, an interval later).
@@ -115,12 +115,13 @@ func Start(log zerolog.Logger, p Policy, interval time.Duration) (stop func()) {
 	log.Info().Int("min", p.Min).Int("max", p.Max).Float64("target_gc_cpu_share", p.Target).Msg("GOGC tuned while the job runs (GOGC in the environment turns it off)")
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
+	tn := tuner{p: p, log: log, read: func() cpu { c, _ := readCPU(s); return c }, set: debug.SetGCPercent}
+	was := tn.start()
 	go func() {
 		defer close(done)
 		t := time.NewTicker(interval)
 		defer t.Stop()
-		tn := tuner{p: p, log: log, read: func() cpu { c, _ := readCPU(s); return c }, set: debug.SetGCPercent}
-		tn.run(ctx, t.C)
+		tn.run(ctx, t.C, was)
 	}()
 	return func() {
 		cancel()
@@ -138,11 +139,13 @@ type tuner struct {
 	set  func(int) int // sets GOGC, returns the one before
 }
 
-// run sets GOGC to p.Max, then at each tick to p.Next of the share of the
-// CPU used since the last reading that saw some; when ctx ends, back to
-// what it was.
-func (t tuner) run(ctx context.Context, tick <-chan time.Time) {
-	was := t.set(t.p.Max)
+// start sets GOGC to p.Max and returns the GOGC before, for run to set
+// back.
+func (t tuner) start() (was int) { return t.set(t.p.Max) }
+
+// run sets GOGC at each tick to p.Next of the share of the CPU used since
+// the last reading that saw some; when ctx ends, back to was.
+func (t tuner) run(ctx context.Context, tick <-chan time.Time, was int) {
 	defer t.set(was)
 	cur, last := t.p.Max, t.read()
 	for {
