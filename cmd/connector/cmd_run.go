@@ -14,6 +14,7 @@ import (
 	"github.com/connector-dev/connector/checkpoint/store"
 	"github.com/connector-dev/connector/config"
 	"github.com/connector-dev/connector/group"
+	"github.com/connector-dev/connector/internal/binpages"
 	"github.com/connector-dev/connector/internal/cfgkey"
 	"github.com/connector-dev/connector/internal/crashpoint"
 	"github.com/connector-dev/connector/internal/gctune"
@@ -128,6 +129,13 @@ func runJob(ctx context.Context, cfg *config.Job, log zerolog.Logger, reg *prome
 	// GOGC tuned while the job runs, restored before runJob returns.
 	stopTuning := gctune.Start(log, gctune.Default, time.Second)
 	defer stopTuning()
+	// What starting read of the binary (every package's initialisers,
+	// the config's checks) need not stay resident while the job runs.
+	if n, err := binpages.Release(); err != nil {
+		log.Warn().Err(err).Msg("the binary's pages read at start stay resident")
+	} else {
+		log.Debug().Int64("bytes", n).Msg("the binary's pages read at start given back")
+	}
 	return run(ctx)
 }
 
