@@ -20,11 +20,14 @@
 // interval, as of the last collection's end, and sets GOGC where that
 // share would be Target (Policy.Next). The share goes about as 1/GOGC,
 // less steeply (the dedup's: 2% at 100, 2.9% at 52, 3.6-4.4% at 40), so
-// two or three steps land there unless the job changes. Within [Min, Max]:
+// two or three steps land there unless the job changes. It starts at Min,
+// the low end: a job's heap is largest as it starts, before the first
+// reading. Within [Min, Max]:
 // never above Go's default, never so low that collections crowd the
 // checkpoints (GOGC=33 took the dedup's checkpoint p99 to 86 ms once in
 // three runs; at 40 it stayed at 17-31 ms). The default's Target, 4%,
-// leaves the 1 KB drain at 100 and takes the dedup to 40.
+// takes the 1 KB drain to 100 at its first reading and keeps the dedup at
+// 40.
 //
 // A GOGC set in the environment (any value, "off" too) is the user's
 // choice: the tuner leaves it alone and says so in the log.

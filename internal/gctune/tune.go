@@ -91,7 +91,7 @@ var running atomic.Bool
 
 // Start starts tuning GOGC every interval by p and returns the function
 // that stops it, sets GOGC back to what it was, and returns once both are
-// done. GOGC is p.Max when it returns. It does not tune, and its stop does nothing, when GOGC is set in
+// done. GOGC is p.Min when it returns. It does not tune, and its stop does nothing, when GOGC is set in
 // the environment or another tuner runs. Whatever it logs at its start it
 // logs before it returns (a test's log writer need not be safe for
 // concurrent use until the first change, an interval later).
@@ -139,15 +139,20 @@ type tuner struct {
 	set  func(int) int // sets GOGC, returns the one before
 }
 
-// start sets GOGC to p.Max and returns the GOGC before, for run to set
-// back.
-func (t tuner) start() (was int) { return t.set(t.p.Max) }
+// start sets GOGC to p.Min and returns the GOGC before, for run to set
+// back. The low end first: a job's heap is at its largest as it starts (a
+// backlog to drain, its state to load), before a reading of the
+// collector's share can say it needs more room. Started at Max, bench/'s
+// dedup over 1M keys peaked in its first second, at GOGC 100 (a heap goal
+// of 45-50 MiB, against 31-35 at 40 later); a job that needs more room
+// gets it at the first reading (the 1 KB drain: 40 -> 100).
+func (t tuner) start() (was int) { return t.set(t.p.Min) }
 
 // run sets GOGC at each tick to p.Next of the share of the CPU used since
 // the last reading that saw some; when ctx ends, back to was.
 func (t tuner) run(ctx context.Context, tick <-chan time.Time, was int) {
 	defer t.set(was)
-	cur, last := t.p.Max, t.read()
+	cur, last := t.p.Min, t.read()
 	for {
 		select {
 		case <-ctx.Done():

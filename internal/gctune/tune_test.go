@@ -61,13 +61,13 @@ func TestShareIsTheCollectorsPartOfTheCPUUsed(t *testing.T) {
 func TestRunSetsWhatTheSharesCallForAndRestoresGOGC(t *testing.T) {
 	readings := []cpu{
 		{0, 0},
-		{0.02, 1},   // 2% -> 50
-		{0.05, 2},   // 3% at 50 -> 38: Min already, nothing set
-		{0.07, 2},   // a pause counted before the total: no CPU used, skipped
-		{0.15, 3},   // 10% since {0.05, 2} -> 100 (8% since {0.07, 2}: 100 too)
-		{0.15, 3.5}, // 0% -> 50
-		{0.19, 3.5}, // skipped, and not lost:
-		{0.23, 4.5}, // 8% since {0.15, 3.5} -> 100 (4% since {0.19, 3.5}: 50)
+		{0.02, 1},   // 2% at Min (50) -> 25: Min already, nothing set
+		{0.10, 2},   // 8% -> 100
+		{0.12, 2},   // a pause counted before the total: no CPU used, skipped
+		{0.13, 3},   // 3% since {0.10, 2} -> 75 (1% since {0.12, 2}: 25, Min)
+		{0.13, 3.5}, // 0% -> 50
+		{0.17, 3.5}, // skipped, and not lost:
+		{0.23, 4.5}, // 10% since {0.13, 3.5} -> 125, Max (6% since {0.17, 3.5}: 75)
 	}
 	var sets []int
 	gogc := 80 // the setting before
@@ -93,7 +93,7 @@ func TestRunSetsWhatTheSharesCallForAndRestoresGOGC(t *testing.T) {
 	}
 	cancel()
 	<-done
-	want := []int{100, 50, 100, 50, 100, 80}
+	want := []int{50, 100, 75, 50, 100, 80}
 	if !slices.Equal(sets, want) {
 		t.Fatalf("GOGC set to %v, want %v", sets, want)
 	}
@@ -127,7 +127,7 @@ func TestReadCPUReadsTheRuntimesCollector(t *testing.T) {
 }
 
 // TestStartTunesOneAtATimeAndRestores runs the real loop: GOGC goes to
-// Max at its start and back at its stop, and a second Start meanwhile
+// Min at its start and back at its stop, and a second Start meanwhile
 // leaves it.
 func TestStartTunesOneAtATimeAndRestores(t *testing.T) {
 	t.Setenv("GOGC", "") // empty is Go's default: tuned
@@ -138,16 +138,16 @@ func TestStartTunesOneAtATimeAndRestores(t *testing.T) {
 	if !strings.Contains(logs.String(), "GOGC tuned while the job runs") {
 		t.Errorf("Start logged %q, want its start said before it returns", logs.String())
 	}
-	if got := gogc(); got != Default.Max {
-		t.Fatalf("GOGC is %d with a tuner started, want %d", got, Default.Max)
+	if got := gogc(); got != Default.Min {
+		t.Fatalf("GOGC is %d with a tuner started, want %d", got, Default.Min)
 	}
 	var second bytes.Buffer
 	Start(zerolog.New(&second), Policy{Min: 10, Max: 20, Target: 0.04, Step: 1}, time.Millisecond)()
 	if second.Len() != 0 {
 		t.Errorf("a second Start while the first tunes logged %q: it tuned too", second.String())
 	}
-	if got := gogc(); got != Default.Max {
-		t.Errorf("GOGC is %d after a second Start and stop, want %d (the first's)", got, Default.Max)
+	if got := gogc(); got != Default.Min {
+		t.Errorf("GOGC is %d after a second Start and stop, want %d (the first's)", got, Default.Min)
 	}
 	stop()
 	if got := gogc(); got != 123 {
