@@ -24,7 +24,7 @@ var testPebbleOptions func(*pebble.Options)
 const cacheSize = 64 << 20
 
 // memTableSize is a memtable's size (open).
-const memTableSize = 2 << 20
+const memTableSize = 1 << 20
 
 // Store is one worker's keyed state, the key groups Config.KeyGroups,
 // backed by a Pebble database in Config.Dir.
@@ -147,12 +147,14 @@ func open(cfg Config, log zerolog.Logger, wal bool) (*Store, error) {
 	// bench/state-growth. Rotated at 64 KiB it holds the live tables and
 	// the edits since (Pebble also waits for as many edits as tables).
 	opts.MaxManifestFileSize = 64 << 10
-	// A memtable of 2 MiB, not Pebble's 4: a store holds two at its peak
+	// A memtable of 1 MiB, not Pebble's 4: a store holds two at its peak
 	// (one filling, one flushing), 16 MiB of bench/'s dedup's peak RSS
 	// over its two workers. At 2 MiB its peak RSS fell 12-14 MiB and its
 	// CPU did not rise (the flushes are as many bytes; bench/RESULTS.md,
 	// "2026-12-06, 22:55"); L0 is compacted after as many flushes, so
 	// twice as often by bytes, which a threshold of 32 did not improve.
+	// At 1 MiB it fell 3 MiB more, the CPU again the same ("2026-12-07,
+	// 15:50").
 	opts.MemTableSize = memTableSize
 	opts.L0CompactionThreshold = 16
 	opts.L0StopWritesThreshold = 64
