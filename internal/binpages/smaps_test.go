@@ -5,9 +5,10 @@ import (
 	"testing"
 )
 
-// A process's smaps, cut down: a static binary's five mappings (text,
-// read-only data, the C library's relocations made read-only after start,
-// data), the heap, a shared mapping of the binary and another file's.
+// A process's smaps, cut down: a static binary's mappings (its header,
+// code, read-only data, the C library's relocations made read-only after
+// start, data, a tail not resident), the heap, a shared mapping of the
+// binary, another file's, and one of the binary's inode on another device.
 const smapsFixture = `00400000-00401000 r--p 00000000 fd:00 1234                               /app/connector
 Rss:                   4 kB
 Anonymous:             0 kB
