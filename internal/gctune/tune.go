@@ -91,10 +91,11 @@ var running atomic.Bool
 
 // Start starts tuning GOGC every interval by p and returns the function
 // that stops it, sets GOGC back to what it was, and returns once both are
-// done. GOGC is p.Min when it returns. It does not tune, and its stop does nothing, when GOGC is set in
-// the environment or another tuner runs. Whatever it logs at its start it
-// logs before it returns (a test's log writer need not be safe for
-// concurrent use until the first change, an interval later).
+// done. GOGC is p.Min when it returns. It does not tune, and its stop does
+// nothing, when GOGC is set in the environment or another tuner runs.
+// Whatever it logs at its start it logs before it returns (a test's log
+// writer need not be safe for concurrent use until the first change, an
+// interval later).
 func Start(log zerolog.Logger, p Policy, interval time.Duration) (stop func()) {
 	if v := os.Getenv("GOGC"); v != "" {
 		log.Info().Str("GOGC", v).Msg("GOGC set in the environment: the collector is not tuned")
@@ -144,7 +145,7 @@ type tuner struct {
 // backlog to drain, its state to load), before a reading of the
 // collector's share can say it needs more room. Started at Max, bench/'s
 // dedup over 1M keys peaked in its first second, at GOGC 100 (a heap goal
-// of 45-50 MiB, against 31-35 at 40 later); a job that needs more room
+// of 45-50 MiB, against 31-37 at 40 later); a job that needs more room
 // gets it at the first reading (the 1 KB drain: 40 -> 100).
 func (t tuner) start() (was int) { return t.set(t.p.Min) }
 
