@@ -558,12 +558,13 @@ func (t *Dedup) expireBelow(b int64) error {
 // read or wrote since the previous look. The newest's next bucket would
 // expire them; until then (at the end of a backlog: never) they would
 // pile up. Every barrier looks too (Flush), for the buckets no record came
-// to since the barrier before: at the end of a backlog no record comes to
-// make the next look, and those the lagging partitions wrote into last
-// stayed while the input was idle (bench/state-growth's database at its
-// end: 19 such buckets beside the three kept). A record that comes back
-// to a stale bucket after it went may miss a window, as any record more
-// than a TTL older than the newest may.
+// to since the barrier before or for staleEvery records: at the end of a
+// backlog no record comes to make the next look, and those the lagging
+// partitions wrote into last stayed while the input was idle
+// (bench/state-growth's database at its end: 19 such buckets beside the
+// three kept). A record that comes back to a stale bucket after it went
+// may miss a window, as any record more than a TTL older than the newest
+// may.
 var staleEvery uint64 = 1 << 16 // a variable for tests
 
 // expireStale removes the stale buckets: those below the expired ones that

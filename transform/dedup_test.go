@@ -234,6 +234,55 @@ func TestDedupStateStaysBoundedBehindARecordFarAhead(t *testing.T) {
 	}
 }
 
+// A barrier also drops the lagging buckets no record came to for
+// staleEvery records, though one came since the barrier before: those the
+// lagging partitions of a backlog passed in the barrier's interval are not
+// written to the KV only to be removed at the next barrier. One a record
+// came to within staleEvery records stays.
+func TestDedupStaleBucketsGoAtABarrierAfterStaleEveryRecords(t *testing.T) {
+	defer func(n uint64) { staleEvery = n }(staleEvery)
+	staleEvery = 128
+	kv := NewMemKV()
+	d := newDedup(t, kv, "d", "id", time.Minute)
+	base := t0.Truncate(time.Minute) // bucket b0's start
+	b0 := d.bucket(base.UnixMilli())
+	held := func(b int64) int { return kv.count(string(d.bucketPrefix(nil, b)), "") }
+	flush := func() {
+		t.Helper()
+		if err := d.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now := 0
+	onTime := func(n int) { // records of the present, an hour on, 10 ms apart: all in bucket b0+60
+		for range n {
+			mustApply(t, d, recAt(fmt.Sprintf(`{"id":"now-%d"}`, now), base.Add(time.Hour+time.Duration(now)*10*time.Millisecond)))
+			now++
+		}
+	}
+	onTime(600) // records 1-600, looks at 128, ..., 512
+	flush()
+	for i := range 10 { // records 601-610: a partition an hour behind, in b0
+		mustApply(t, d, recAt(fmt.Sprintf(`{"id":"late-%d"}`, i), base.Add(time.Duration(i)*time.Second)))
+	}
+	// Records 611-700 on time: the look at 640 keeps b0 (a record came
+	// since 512). Record 701 lags, in b0+2 (its lookup reads b0+1 to b0+3,
+	// not b0); 702-760 on time.
+	onTime(90)
+	mustApply(t, d, recAt(`{"id":"late-b2"}`, base.Add(130*time.Second)))
+	onTime(59)
+	if d.index.sets[b0] == nil || d.index.sets[b0+2] == nil {
+		t.Fatalf("a lagging bucket went before the barrier (b0 %v, b0+2 %v)", d.index.sets[b0] != nil, d.index.sets[b0+2] != nil)
+	}
+	flush() // b0: no record for 150 records; b0+2: for 59
+	if held(b0) != 0 || held(b0+2) == 0 {
+		t.Errorf("after the barrier the lagging buckets b0, b0+2 hold %d and %d entries, want none in b0 (no record for 150 records, staleEvery 128) and some in b0+2 (59)", held(b0), held(b0+2))
+	}
+	if mustApply(t, d, recAt(`{"id":"late-b2"}`, base.Add(140*time.Second))) {
+		t.Error("a repeat in the lagging bucket kept at the barrier was kept")
+	}
+}
+
 // Entries written by earlier versions (one per value, no time bucket) are
 // still read, until the newest record is two TTLs past the newest of them;
 // then they are removed.
