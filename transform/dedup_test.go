@@ -234,6 +234,24 @@ func TestDedupStateStaysBoundedBehindARecordFarAhead(t *testing.T) {
 	}
 }
 
+// staleBucketsSetup is a dedup with a TTL of a minute on a MemKV, the
+// start of the minute of t0 (base) and its bucket (b0), the count of the
+// KV's entries in bucket b (held) and a barrier (flush).
+func staleBucketsSetup(t *testing.T) (kv *MemKV, d *Dedup, base time.Time, b0 int64, held func(b int64) int, flush func()) {
+	kv = NewMemKV()
+	d = newDedup(t, kv, "d", "id", time.Minute)
+	base = t0.Truncate(time.Minute)
+	b0 = d.bucket(base.UnixMilli())
+	held = func(b int64) int { return kv.count(string(d.bucketPrefix(nil, b)), "") }
+	flush = func() {
+		t.Helper()
+		if err := d.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return kv, d, base, b0, held, flush
+}
+
 // A barrier also drops the lagging buckets no record came to for
 // staleEvery records, though one came since the barrier before: those the
 // lagging partitions of a backlog passed in the barrier's interval are not
@@ -242,17 +260,7 @@ func TestDedupStateStaysBoundedBehindARecordFarAhead(t *testing.T) {
 func TestDedupStaleBucketsGoAtABarrierAfterStaleEveryRecords(t *testing.T) {
 	defer func(n uint64) { staleEvery = n }(staleEvery)
 	staleEvery = 128
-	kv := NewMemKV()
-	d := newDedup(t, kv, "d", "id", time.Minute)
-	base := t0.Truncate(time.Minute) // bucket b0's start
-	b0 := d.bucket(base.UnixMilli())
-	held := func(b int64) int { return kv.count(string(d.bucketPrefix(nil, b)), "") }
-	flush := func() {
-		t.Helper()
-		if err := d.Flush(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	_, d, base, b0, held, flush := staleBucketsSetup(t)
 	now := 0
 	onTime := func(n int) { // records of the present, an hour on, 10 ms apart: all in bucket b0+60
 		for range n {
@@ -492,17 +500,7 @@ func TestDedupAtTheEndsOfTime(t *testing.T) {
 // record come to them (Flush). One a record came to since the last barrier
 // stays until the next, and its repeats are still dropped until then.
 func TestDedupStaleBucketsGoAtBarriersAfterTheLastRecord(t *testing.T) {
-	kv := NewMemKV()
-	d := newDedup(t, kv, "d", "id", time.Minute)
-	base := t0.Truncate(time.Minute) // bucket b0's start
-	b0 := d.bucket(base.UnixMilli())
-	held := func(b int64) int { return kv.count(string(d.bucketPrefix(nil, b)), "") }
-	flush := func() {
-		t.Helper()
-		if err := d.Flush(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	kv, d, base, b0, held, flush := staleBucketsSetup(t)
 	for i := range 600 { // ten minutes of the present, an hour on: b0+60 to b0+69
 		mustApply(t, d, recAt(fmt.Sprintf(`{"id":"now-%d"}`, i), base.Add(time.Hour+time.Duration(i)*time.Second)))
 	}
