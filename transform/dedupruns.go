@@ -289,7 +289,7 @@ func (t *Dedup) getNumbered(g *keySpan, c int64, s *bucketIndex, n uint32) (int6
 // barriers, 3,750 entries each a worker, beside the 45,000 of the three
 // kept, and left 7 of them alone for more than staleEvery records (the
 // state database's peak there was not measurably lower: bench/RESULTS.md,
-// "2026-12-07, 18:30-19:25").
+// "2026-12-07, 18:30").
 func (t *Dedup) Flush() error {
 	since := t.flushed
 	if t.records > staleEvery {
