@@ -149,12 +149,12 @@ func open(cfg Config, log zerolog.Logger, wal bool) (*Store, error) {
 	opts.MaxManifestFileSize = 64 << 10
 	// A memtable of 1 MiB, not Pebble's 4: a store holds two at its peak
 	// (one filling, one flushing), at 4 MiB 16 MiB of bench/'s dedup's
-	// peak RSS over its two workers. At 2 MiB its peak RSS fell 12-14 MiB and its
-	// CPU did not rise (the flushes are as many bytes; bench/RESULTS.md,
-	// "2026-12-06, 22:55"); L0 is compacted after as many flushes, so
-	// twice as often by bytes, which a threshold of 32 did not improve.
-	// At 1 MiB it fell 3 MiB more, the CPU again the same ("2026-12-07,
-	// 15:50").
+	// peak RSS over its two workers. At 2 MiB its peak RSS fell 12-14 MiB
+	// and its CPU did not rise (the flushes are as many bytes;
+	// bench/RESULTS.md, "2026-12-06, 22:55"); L0 is compacted after as
+	// many flushes, so twice as often by bytes, which a threshold of 32
+	// did not improve. At 1 MiB it fell 3 MiB more, the CPU again the
+	// same ("2026-12-07, 15:50").
 	opts.MemTableSize = memTableSize
 	opts.L0CompactionThreshold = 16
 	opts.L0StopWritesThreshold = 64
