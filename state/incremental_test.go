@@ -488,6 +488,57 @@ func TestAFailingChangelogStreamGivesAFullSnapshot(t *testing.T) {
 	}
 }
 
+// A stream writes each chunk as it fills but syncs its file only every
+// syncChunks chunks (chunks of 256 KiB, synced a MiB at a time), and the
+// changelog it makes restores exactly.
+func TestAStreamSyncsEverySyncChunksChunks(t *testing.T) {
+	defer func(c int) { deltaChunk = c }(deltaChunk)
+	deltaChunk = 64
+	root := t.TempDir()
+	dir := filepath.Join(root, "work")
+	var writes, syncs atomic.Int64
+	fs := errorfs.Wrap(vfs.Default, errorfs.InjectorFunc(func(op errorfs.Op) error {
+		if strings.HasPrefix(op.Path, streamPrefix(dir)) {
+			switch op.Kind {
+			case errorfs.OpFileWrite:
+				writes.Add(1)
+			case errorfs.OpFileSyncData:
+				syncs.Add(1)
+			}
+		}
+		return nil
+	}))
+	s := openCfg(t, Config{Dir: dir, FS: fs})
+	want := map[string]string{}
+	write := func(n int) {
+		for i := range 200 {
+			k, v := fmt.Sprintf("k%03d", i), fmt.Sprintf("v%d-%d", n, i)
+			set(t, s, k, v)
+			want[k] = v
+		}
+	}
+	write(1)
+	checkpointT(t, s, root, 1)
+	writes.Store(0)
+	syncs.Store(0)
+	streams := s.streams
+	write(2)
+	c := checkpointT(t, s, root, 2)
+	if s.streams != streams+1 {
+		t.Fatalf("chain %+v after %d streams: want barrier 2's changelog streamed", c, s.streams)
+	}
+	// The header, then the full chunks, the last one and the trailer, each
+	// one write; a sync after every syncChunks of those.
+	chunks := writes.Load() - 1
+	if chunks < 4*syncChunks {
+		t.Fatalf("%d chunks written: the test wants several syncs' worth", chunks)
+	}
+	if got := syncs.Load(); got != chunks/syncChunks {
+		t.Errorf("%d syncs for %d chunks written, want one every %d (%d)", got, chunks, syncChunks, chunks/syncChunks)
+	}
+	wantContents(t, openChain(t, root, c), want)
+}
+
 func btoi(b bool) int {
 	if b {
 		return 1

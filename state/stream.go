@@ -20,8 +20,8 @@ import (
 // A changelog is written while its delta fills, not only at its barrier.
 // Once a delta fills its first chunk (deltaChunk bytes), a stream writes it
 // to a file of its own (beside the working directory, a name of its own)
-// on another goroutine and syncs it, and so every further chunk; the
-// barrier's Wait then writes only the last chunk and the trailer, syncs
+// on another goroutine, and so every further chunk, syncing the file
+// every syncChunks chunks; the barrier's Wait then writes only the last chunk and the trailer, syncs
 // what is left, and renames the file to the changelog's path (copies it,
 // when the checkpoints are on another filesystem). At a million
 // state writes a second a delta is several MB a second, and writing and
@@ -30,10 +30,10 @@ import (
 //
 // A written chunk is not kept: it goes back to the Store's pool for the
 // next one. So a worker holds the chunk it fills and those its streams
-// have not written yet (at most streamQueue each; one or two while the
-// disk keeps up), not an interval's writes: two workers of a dedup over
-// 1M keys held 40 MB of deltas, a second of writes, a third of the heap in
-// use, and hold 4 MB now. The price is the fallback: a stream that fails
+// have not written yet (at most streamQueue each; a few while the disk
+// keeps up), and the pool's, not an interval's writes: two workers of a
+// dedup over 1M keys held 40 MB of deltas, a second of writes, a third of
+// the heap in use; 6 MB with chunks of 1 MiB. The price is the fallback: a stream that fails
 // cannot be written again from memory. A failure the Store sees before the
 // barrier drops the delta, and the barrier takes a full snapshot instead;
 // one at the barrier's Wait fails the checkpoint, like a changelog that
@@ -44,6 +44,11 @@ import (
 // streamQueue is how many chunks may wait for the stream's goroutine; a
 // worker that writes state faster than the disk takes it waits.
 const streamQueue = 16
+
+// syncChunks is how many chunks a stream writes between two syncs: a MiB
+// of 256 KiB chunks, as many syncs as when a chunk was a MiB (a sync a
+// chunk of 256 KiB was four times the syncs for the same bytes).
+const syncChunks = 4
 
 // stream writes one delta's changelog under a temporary name. Owned by the
 // Store until the barrier, then by the Pending; its goroutine writes.
@@ -95,10 +100,13 @@ func (st *stream) run(head []byte) {
 		_, st.err = st.f.Write(head)
 	}
 	st.failed.Store(st.err != nil)
+	unsynced := 0
 	for b := range st.ch {
 		if st.err == nil && !st.stopped.Load() {
 			if _, st.err = st.f.Write(b); st.err == nil {
-				st.err = st.f.SyncData()
+				if unsynced++; unsynced == syncChunks {
+					st.err, unsynced = st.f.SyncData(), 0
+				}
 			}
 			st.failed.Store(st.err != nil)
 		}
