@@ -19,9 +19,17 @@
 // heap grows slowly collects seldom, and its dropped tables stayed mapped
 // until it did.
 //
-// Tables of 4 MiB and more ask for huge pages (Linux): in 4 KiB pages,
-// every new table faulted its pages in one by one, which the Go heap's
-// reused memory does not (twice the page faults of the whole dedup run,
-// and ~7% more CPU). Small tables, and every table where the platform has
-// no mmap, are ordinary Go slices.
+// A table its owner writes all over at once is made resident in one call
+// (NewResident): page by page, every new table faulted its pages in one
+// at a time, which the Go heap's reused memory does not (twice the page
+// faults of the whole dedup run, and ~7% more CPU). Tables do not ask for
+// huge pages (MADV_HUGEPAGE, which they once did from 4 MiB): where the
+// kernel's transparent_hugepage defrag is "madvise", its default, a
+// region that asks for them gets them by compacting memory at once, on
+// the thread that maps the table, which is the worker's: making a 5 MB
+// table of bench/'s dedup took up to 52 ms, and the records and the
+// barrier behind it waited (a checkpoint of 56 ms), where 4 KiB pages
+// took at most 6 ms at the same CPU per record (bench/RESULTS.md,
+// "2026-12-07, 20:55"). Small tables, and every table where the platform
+// has no mmap, are ordinary Go slices.
 package offheap

@@ -2,6 +2,4 @@
 
 package offheap
 
-func hugePages([]byte) {}
-
 func populate([]byte) {}
