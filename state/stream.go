@@ -19,31 +19,35 @@ import (
 
 // A changelog is written while its delta fills, not only at its barrier.
 // Once a delta fills its first chunk (deltaChunk bytes), a stream writes it
-// to a file of its own (beside the working directory, a name of its own)
-// on another goroutine, and so every further chunk, syncing the file
-// every syncChunks chunks; the barrier's Wait then writes only the last chunk and the trailer, syncs
-// what is left, and renames the file to the changelog's path (copies it,
-// when the checkpoints are on another filesystem). At a million
-// state writes a second a delta is several MB a second, and writing and
-// syncing all of it at the barrier was most of a stateful checkpoint's
+// to a file of its own (beside the working directory, a name of its own) on
+// another goroutine, and so every further chunk, syncing the file every
+// syncChunks chunks; the barrier's Wait then writes only the last chunk and
+// the trailer, syncs what is left, and renames the file to the changelog's
+// path (copies it, when the checkpoints are on another filesystem). At a
+// million state writes a second a delta is several MB a second, and writing
+// and syncing all of it at the barrier was most of a stateful checkpoint's
 // time.
 //
 // A written chunk is not kept: it goes back to the Store's pool for the
-// next one. So a worker holds the chunk it fills and those its streams
-// have not written yet (at most streamQueue each; a few while the disk
-// keeps up), and the pool's, not an interval's writes: two workers of a
-// dedup over 1M keys held 40 MB of deltas, a second of writes, a third of
-// the heap in use; 6 MB with chunks of 1 MiB. The price is the fallback: a stream that fails
-// cannot be written again from memory. A failure the Store sees before the
-// barrier drops the delta, and the barrier takes a full snapshot instead;
-// one at the barrier's Wait fails the checkpoint, like a changelog that
-// could not be written, and the next barrier takes a full snapshot, which
-// holds every write (incremental.go, settle). A stream's file is never
-// handed out, and Open removes what a crash left of one.
+// next one. So a worker holds the chunk it fills and those its streams have
+// not written yet (at most streamQueue each; a few while the disk keeps
+// up), and the pool's, not an interval's writes: two workers of a dedup
+// over 1M keys held 40 MB of deltas, a second of writes, a third of the
+// heap in use; 6 MB in chunks of 1 MiB, 1.5 MB in chunks of 256 KiB. The
+// price is the fallback: a stream that fails cannot be written again from
+// memory. A failure the Store sees before the barrier drops the delta, and
+// the barrier takes a full snapshot instead; one at the barrier's Wait
+// fails the checkpoint, like a changelog that could not be written, and the
+// next barrier takes a full snapshot, which holds every write
+// (incremental.go, settle). A stream's file is never handed out, and Open
+// removes what a crash left of one.
 
 // streamQueue is how many chunks may wait for the stream's goroutine; a
-// worker that writes state faster than the disk takes it waits.
-const streamQueue = 16
+// worker that writes state faster than the disk takes it waits. 16 MiB of
+// chunks, as when they were 16 of 1 MiB: what a worker writes while the
+// disk stalls (a second of a dedup's writes) before it waits; held only
+// then.
+const streamQueue = 64
 
 // syncChunks is how many chunks a stream writes between two syncs: a MiB
 // of 256 KiB chunks, as many syncs as when a chunk was a MiB (a sync a
