@@ -133,11 +133,21 @@ func widen(lo, hi, a, b []byte) ([]byte, []byte) {
 // reclaimSpace starts a compaction of the virtual tables whose files are
 // mostly dead, if there are at least reclaimMin dead bytes, no fewer than
 // the compaction would rewrite, and none is running; it logs the end of
-// the one before. So a reclaim frees at least as many bytes as it writes,
-// and the dead bytes are at most about what the database holds besides:
-// in bench/'s dedup over 1M keys, a reclaim whenever a span's files were
-// mostly dead rewrote the whole database (10 MB a worker) at most
-// barriers, 14-186 ms of compaction each, for 0.7-1.5 MB.
+// the one before. So a reclaim frees at least as many bytes as it writes
+// of the tables it counted, and the dead bytes are at most about what the
+// database holds besides: in bench/'s dedup over 1M keys, a reclaim
+// whenever a span's files were mostly dead rewrote the whole database (10
+// MB a worker) at most barriers, 14-186 ms of compaction each, for 0.7-1.5
+// MB.
+//
+// It also writes what the memtables hold, uncounted: Compact flushes them
+// first and compacts the L0 tables that makes in the span (up to two
+// memtables, 2 MiB). At bench/state-growth's drain's end one counted 226
+// KB to rewrite for 458 KB dead and compacted 1.1 MB. Counting them (the
+// writes applied since a flush last began; the barrier asking for a flush
+// when only they were in the way) did not lower that experiment's peak:
+// 3.2, 2.9, 3.0, 2.2 MiB against 1.9, 2.9, 2.5, 2.2 without (bench/RESULTS.md,
+// "2026-12-07 23:16").
 //
 // A compaction of a span whose one table overlaps no other is a move to
 // the level below (Pebble's), which leaves the virtual table as it was,

@@ -565,6 +565,16 @@ func (t *Dedup) expireBelow(b int64) error {
 // three kept). A record that comes back to a stale bucket after it went
 // may miss a window, as any record more than a TTL older than the newest
 // may.
+//
+// It bounds what the lagging partitions' buckets hold at a backlog's end:
+// the records of the last one to two staleEvery, 1.0-2.3 MiB of
+// bench/state-growth's state database beside the kept buckets' 0.9. At
+// 1<<14 that run drained at half to two thirds the speed (704k and 926k
+// records/s against 1.47M and 1.35M): a partition's records reach a
+// worker a fetch at a time, some 40k records apart, and its bucket went
+// stale between two fetches, to be written and removed again. Looking
+// every 1<<14 records for buckets stale for 1<<16 did not lower the peak
+// (bench/RESULTS.md, "2026-12-07 23:16").
 var staleEvery uint64 = 1 << 16 // a variable for tests
 
 // expireStale removes the stale buckets: those below the expired ones that
