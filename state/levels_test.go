@@ -3,15 +3,17 @@ package state
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/sstable/block"
 )
 
 // TestL0TablesHaveNoFilter: a memtable flush writes an L0 table without a
 // bloom filter; a compaction that rewrites it into a lower level gives it
-// one; both are snappy-compressed; lookups find what is there and nothing
+// one; both are compressed with zstd1; lookups find what is there and nothing
 // else, from either.
 func TestL0TablesHaveNoFilter(t *testing.T) {
 	s := openT(t, t.TempDir(), "")
@@ -56,9 +58,90 @@ func TestL0TablesHaveNoFilter(t *testing.T) {
 			t.Errorf("%s: Get of a key never set: found %v, err %v", when, ok, err)
 		}
 	}
-	check("after the flushes", func(l int) bool { return l == 0 }, "Snappy", "")
+	check("after the flushes", func(l int) bool { return l == 0 }, "zstd1", "")
 	if err := s.db.Compact(context.Background(), []byte{0}, []byte{0xff, 0xff, 0xff, 0xff}, false); err != nil {
 		t.Fatal(err)
 	}
-	check("after a compaction", func(l int) bool { return l > 0 }, "Snappy", "rocksdb.BuiltinBloomFilter")
+	check("after a compaction", func(l int) bool { return l > 0 }, "zstd1", "rocksdb.BuiltinBloomFilter")
+}
+
+// zstd1 is zstd at level 1 for every kind of block, with no fallback to
+// another algorithm: it is built from Pebble's "Balanced" profile, whose
+// settings a Pebble upgrade may change. (A table whose profile Pebble
+// cannot write at the store's format is written with snappy and says so in
+// its properties: TestL0TablesHaveNoFilter checks they say zstd1.)
+func TestTablesAreZstd1(t *testing.T) {
+	for name, got := range map[string]string{
+		"data blocks":  zstd1.DataBlocks.String(),
+		"value blocks": zstd1.ValueBlocks.String(),
+		"other blocks": zstd1.OtherBlocks.String(),
+	} {
+		if got != "ZSTD1" {
+			t.Errorf("zstd1's %s are %s, want ZSTD1", name, got)
+		}
+	}
+	if zstd1.AdaptiveReductionCutoffPercent != 0 || zstd1.UsesMinLZ() {
+		t.Errorf("zstd1 falls back to another algorithm: %+v", *zstd1)
+	}
+}
+
+// A snapshot whose tables are snappy's (every snapshot of the versions
+// before zstd1) restores and reads as it was; the tables written after are
+// zstd1's, and a compaction rewrites the old ones into zstd1 too.
+func TestASnapshotOfSnappyTablesRestores(t *testing.T) {
+	root := t.TempDir()
+	testPebbleOptions = func(o *pebble.Options) {
+		for i := range o.Levels {
+			o.Levels[i].Compression = func() *block.CompressionProfile { return block.SnappyCompression }
+		}
+	}
+	old := openT(t, root, "")
+	testPebbleOptions = nil
+	want := map[string]string{}
+	for i := range 2000 {
+		k, v := fmt.Sprintf("old/%05d", i), strings.Repeat(fmt.Sprintf("value %d ", i), 4)
+		set(t, old, k, v)
+		want[k] = v
+	}
+	flush(t, old)
+	names := func(s *Store) map[string]int {
+		t.Helper()
+		levels, err := s.db.SSTables(pebble.WithProperties())
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := map[string]int{}
+		for _, tables := range levels {
+			for _, tb := range tables {
+				n[tb.Properties.CompressionName]++
+			}
+		}
+		return n
+	}
+	if n := names(old); n["Snappy"] == 0 || len(n) != 1 {
+		t.Fatalf("the old store's tables: %v, want snappy's only", n)
+	}
+	h := snapshot(t, old, filepath.Join(root, "chk-1", "worker-0"))
+	if err := old.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s := openT(t, filepath.Join(root, "restored"), h.Dir)
+	wantContents(t, s, want)
+	for i := range 2000 {
+		k, v := fmt.Sprintf("new/%05d", i), fmt.Sprintf("new value %d", i)
+		set(t, s, k, v)
+		want[k] = v
+	}
+	flush(t, s)
+	if n := names(s); n["Snappy"] == 0 || n["zstd1"] == 0 {
+		t.Errorf("the restored store's tables after a flush: %v, want the old snappy and a new zstd1", n)
+	}
+	if err := s.db.Compact(context.Background(), []byte{0}, []byte{0xff, 0xff, 0xff, 0xff}, false); err != nil {
+		t.Fatal(err)
+	}
+	if n := names(s); n["zstd1"] == 0 || len(n) != 1 {
+		t.Errorf("the restored store's tables after a compaction: %v, want zstd1's only", n)
+	}
+	wantContents(t, s, want)
 }
