@@ -19,26 +19,30 @@ import (
 // there, which a filter cannot skip, and building it took 3% of the
 // dedup's CPU (bench/RESULTS.md, "L0 tables without a filter").
 //
-// Every level's tables are compressed with zstd at level 1 (zstd1, below),
-// not Pebble's default, snappy. A dedup's entries are times and ids
-// (mostly digits), which snappy's byte matching shortens little and zstd's
-// entropy coding does: bench/state-growth's state database (50M ids that
-// never repeat, ttl 30 s) peaked at 1.3-1.9 MiB with zstd1 against
-// 2.1-3.7 with snappy, 0.6 at rest against 0.8-1.0, for about 5% more of
-// the dedup's CPU over 1M keys; zstd at level 3 compressed no better there
-// and cost a third more CPU over 10M keys (bench/RESULTS.md, "2026-12-08
-// 01:58"). Without compression L0 took 5% less CPU but the database grew
-// 2.5x. The container image links Pebble's zstd from C (cgo); a build
-// without cgo gets Pebble's pure-Go zstd, slower.
+// Below L0 tables are compressed with zstd at level 1 (zstd1, below), not
+// Pebble's default, snappy. A dedup's entries are times and ids (mostly
+// digits), which snappy's byte matching shortens little and zstd's entropy
+// coding does. What stays in the state database is below L0: a reclaim's
+// rewrite of the kept buckets, compactions' outputs. In
+// bench/state-growth (50M ids that never repeat, ttl 30 s) its peak at a
+// backlog's end fell from 2.1-3.7 MiB to 1.9-2.3, at rest from 0.8-1.0 to
+// 0.6 (bench/RESULTS.md, "2026-12-08 01:58"). L0, which every entry
+// written goes through (memtable flushes), stays snappy: zstd there too
+// took 6% more of the dedup's CPU over 1M keys and lowered the peak little
+// more. Over 10M new keys, whose compactions rewrite all they write, zstd
+// costs about an eighth more CPU. Without compression L0 took 5% less CPU
+// but the database grew 2.5x. The container image links Pebble's zstd from
+// C (cgo); a build without cgo gets Pebble's pure-Go zstd, slower.
 func levelOptions(opts *pebble.Options) {
 	for i := range opts.Levels {
 		opts.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
 		opts.Levels[i].Compression = func() *block.CompressionProfile { return zstd1 }
 	}
 	opts.Levels[0].FilterPolicy = pebble.NoFilterPolicy
+	opts.Levels[0].Compression = func() *block.CompressionProfile { return block.SnappyCompression }
 }
 
-// zstd1 is the tables' compression: zstd at level 1 for every block, kept
+// zstd1 is the compression below L0: zstd at level 1 for every block, kept
 // as it is where zstd shortens a block by less than 12% (as Pebble's
 // simple profiles do). Pebble names that setting only as its "Balanced"
 // profile's data blocks; that profile itself falls back to MinLZ where

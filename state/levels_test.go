@@ -13,7 +13,7 @@ import (
 
 // TestL0TablesHaveNoFilter: a memtable flush writes an L0 table without a
 // bloom filter; a compaction that rewrites it into a lower level gives it
-// one; both are compressed with zstd1; lookups find what is there and nothing
+// one; the first is compressed with snappy, the second with zstd1; lookups find what is there and nothing
 // else, from either.
 func TestL0TablesHaveNoFilter(t *testing.T) {
 	s := openT(t, t.TempDir(), "")
@@ -58,7 +58,7 @@ func TestL0TablesHaveNoFilter(t *testing.T) {
 			t.Errorf("%s: Get of a key never set: found %v, err %v", when, ok, err)
 		}
 	}
-	check("after the flushes", func(l int) bool { return l == 0 }, "zstd1", "")
+	check("after the flushes", func(l int) bool { return l == 0 }, "Snappy", "")
 	if err := s.db.Compact(context.Background(), []byte{0}, []byte{0xff, 0xff, 0xff, 0xff}, false); err != nil {
 		t.Fatal(err)
 	}
@@ -85,9 +85,9 @@ func TestTablesAreZstd1(t *testing.T) {
 	}
 }
 
-// A snapshot whose tables are snappy's (every snapshot of the versions
-// before zstd1) restores and reads as it was; the tables written after are
-// zstd1's, and a compaction rewrites the old ones into zstd1 too.
+// A snapshot whose tables are all snappy's (every snapshot of the
+// versions before zstd1) restores and reads as it was, and a compaction
+// rewrites its tables into zstd1.
 func TestASnapshotOfSnappyTablesRestores(t *testing.T) {
 	root := t.TempDir()
 	testPebbleOptions = func(o *pebble.Options) {
@@ -104,22 +104,30 @@ func TestASnapshotOfSnappyTablesRestores(t *testing.T) {
 		want[k] = v
 	}
 	flush(t, old)
-	names := func(s *Store) map[string]int {
+	if err := old.db.Compact(context.Background(), []byte{0}, []byte{0xff, 0xff, 0xff, 0xff}, false); err != nil {
+		t.Fatal(err)
+	}
+	// names counts s's tables by compression, below L0 and in L0.
+	names := func(s *Store) (below, l0 map[string]int) {
 		t.Helper()
 		levels, err := s.db.SSTables(pebble.WithProperties())
 		if err != nil {
 			t.Fatal(err)
 		}
-		n := map[string]int{}
-		for _, tables := range levels {
+		below, l0 = map[string]int{}, map[string]int{}
+		for level, tables := range levels {
 			for _, tb := range tables {
-				n[tb.Properties.CompressionName]++
+				if level == 0 {
+					l0[tb.Properties.CompressionName]++
+				} else {
+					below[tb.Properties.CompressionName]++
+				}
 			}
 		}
-		return n
+		return below, l0
 	}
-	if n := names(old); n["Snappy"] == 0 || len(n) != 1 {
-		t.Fatalf("the old store's tables: %v, want snappy's only", n)
+	if below, _ := names(old); below["Snappy"] == 0 || len(below) != 1 {
+		t.Fatalf("the old store's tables below L0: %v, want snappy's only", below)
 	}
 	h := snapshot(t, old, filepath.Join(root, "chk-1", "worker-0"))
 	if err := old.Close(); err != nil {
@@ -134,14 +142,14 @@ func TestASnapshotOfSnappyTablesRestores(t *testing.T) {
 		want[k] = v
 	}
 	flush(t, s)
-	if n := names(s); n["Snappy"] == 0 || n["zstd1"] == 0 {
-		t.Errorf("the restored store's tables after a flush: %v, want the old snappy and a new zstd1", n)
+	if below, l0 := names(s); below["Snappy"] == 0 || len(below) != 1 || l0["Snappy"] == 0 || len(l0) != 1 {
+		t.Errorf("the restored store's tables after a flush: %v below L0, %v in L0; want snappy's", below, l0)
 	}
 	if err := s.db.Compact(context.Background(), []byte{0}, []byte{0xff, 0xff, 0xff, 0xff}, false); err != nil {
 		t.Fatal(err)
 	}
-	if n := names(s); n["zstd1"] == 0 || len(n) != 1 {
-		t.Errorf("the restored store's tables after a compaction: %v, want zstd1's only", n)
+	if below, l0 := names(s); below["zstd1"] == 0 || len(below) != 1 || len(l0) != 0 {
+		t.Errorf("the restored store's tables after a compaction: %v below L0, %v in L0; want zstd1's below L0 only", below, l0)
 	}
 	wantContents(t, s, want)
 }
