@@ -24,15 +24,17 @@ import (
 // digits), which snappy's byte matching shortens little and zstd's entropy
 // coding does. What stays in the state database is below L0: a reclaim's
 // rewrite of the kept buckets, compactions' outputs. In
-// bench/state-growth (50M ids that never repeat, ttl 30 s) its peak at a
-// backlog's end fell from 2.1-3.7 MiB to 1.9-2.3, at rest from 0.8-1.0 to
-// 0.6 (bench/RESULTS.md, "2026-12-08 01:58"). L0, which every entry
-// written goes through (memtable flushes), stays snappy: zstd there too
-// took 6% more of the dedup's CPU over 1M keys and lowered the peak little
-// more. Over 10M new keys, whose compactions rewrite all they write, zstd
-// costs about an eighth more CPU. Without compression L0 took 5% less CPU
-// but the database grew 2.5x. The container image links Pebble's zstd from
-// C (cgo); a build without cgo gets Pebble's pure-Go zstd, slower.
+// bench/state-growth (50M ids that never repeat, ttl 30 s) it fell at rest
+// from 0.8-1.0 MiB to 0.5-0.6, and its peak at a backlog's end from
+// 2.1-3.7 to 1.9-3.1 (bench/RESULTS.md, "2026-12-08 01:58"). L0, which
+// every entry written goes through (memtable flushes), stays snappy: zstd
+// there too kept that peak at or under 2.1 MiB in all runs but one, but
+// took 6% more of the dedup's CPU over 1M keys. Over 10M new keys, whose
+// compactions rewrite what they write, zstd at every level took an eighth
+// more CPU; below L0 only, no more than snappy's spread (1.12 CPU s per
+// million records against 1.03-1.20). Without compression L0 took 5% less
+// CPU but the database grew 2.5x. The container image links Pebble's zstd
+// from C (cgo); a build without cgo gets Pebble's pure-Go zstd, slower.
 func levelOptions(opts *pebble.Options) {
 	for i := range opts.Levels {
 		opts.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
