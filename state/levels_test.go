@@ -12,9 +12,9 @@ import (
 )
 
 // TestL0TablesHaveNoFilter: a memtable flush writes an L0 table without a
-// bloom filter; a compaction that rewrites it into a lower level gives it
-// one; the first is compressed with snappy, the second with zstd1; lookups find what is there and nothing
-// else, from either.
+// bloom filter, compressed with snappy; a compaction that rewrites it into
+// a lower level gives it one, and zstd1; lookups find what is there and
+// nothing else, from either.
 func TestL0TablesHaveNoFilter(t *testing.T) {
 	s := openT(t, t.TempDir(), "")
 	// Two flushes of the same keys: their tables overlap, so the compaction
@@ -87,16 +87,19 @@ func TestTablesAreZstd1(t *testing.T) {
 
 // A snapshot whose tables are all snappy's (every snapshot of the
 // versions before zstd1) restores and reads as it was, and a compaction
-// rewrites its tables into zstd1.
+// rewrites its tables into zstd1. Pebble compacts only when told to here,
+// so that the tables are where the test put them.
 func TestASnapshotOfSnappyTablesRestores(t *testing.T) {
 	root := t.TempDir()
+	t.Cleanup(func() { testPebbleOptions = nil })
 	testPebbleOptions = func(o *pebble.Options) {
+		o.DisableAutomaticCompactions = true
 		for i := range o.Levels {
 			o.Levels[i].Compression = func() *block.CompressionProfile { return block.SnappyCompression }
 		}
 	}
 	old := openT(t, root, "")
-	testPebbleOptions = nil
+	testPebbleOptions = func(o *pebble.Options) { o.DisableAutomaticCompactions = true }
 	want := map[string]string{}
 	for i := range 2000 {
 		k, v := fmt.Sprintf("old/%05d", i), strings.Repeat(fmt.Sprintf("value %d ", i), 4)
